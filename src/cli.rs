@@ -1,0 +1,296 @@
+//! The command-line interface: thin wrappers that parse arguments and call the library.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde_json::json;
+
+use crate::data::{registry, SplitRatios, Split};
+use crate::error::{Error, Result};
+use crate::partition::{self, Method, PartitionConfig};
+use crate::rng;
+use crate::run::{self, RunOptions};
+use crate::scenario::Scenario;
+
+#[derive(Parser, Debug)]
+#[command(name = "fgl-sim", version, about = "Federated graph learning simulator with a privacy attack/defense harness")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Args, Debug, Clone)]
+struct DataDirArg {
+    /// Directory holding the datasets (default: $FGL_DATA_DIR, else ../shared/datasets).
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scenario and write its results directory.
+    Run {
+        /// The scenario YAML file.
+        file: PathBuf,
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Results directory (default: output.dir of the scenario, else results/<name>-<time>).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Override a scenario field, e.g. --set partition.clients=5 (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+        /// Override the scenario's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Overwrite a results directory that already holds results.
+        #[arg(long)]
+        force: bool,
+        /// No progress or summary on the terminal.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Validate scenario files.
+    Scenario {
+        #[command(subcommand)]
+        action: ScenarioAction,
+    },
+    /// List the known datasets, where each is expected, whether it loads, and its stats.
+    Datasets {
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Partition a dataset into clients and print the per-client table.
+    Partition {
+        #[arg(long)]
+        dataset: String,
+        #[arg(long)]
+        clients: usize,
+        #[arg(long, value_enum, default_value = "louvain")]
+        method: MethodArg,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Louvain balancing slack δ.
+        #[arg(long, default_value_t = PartitionConfig::default().delta)]
+        delta: usize,
+        /// Dirichlet concentration α.
+        #[arg(long, default_value_t = PartitionConfig::default().alpha)]
+        alpha: f64,
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Print JSON: {"clients": [{"id", "nodes", "edges", "train", "val", "test", "label_distribution"}], "dropped_edges": …}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print performance figures.
+    Bench {
+        #[command(subcommand)]
+        what: BenchWhat,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ScenarioAction {
+    /// Validate each file and print the resolved scenario (every default filled in).
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+        #[command(flatten)]
+        data: DataDirArg,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchWhat {
+    /// Dataset loading and partitioning times (Facebook, Cora, synthetic).
+    Data {
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Repetitions per figure (the median is reported).
+        #[arg(long, default_value_t = 5)]
+        reps: usize,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum MethodArg {
+    Louvain,
+    Fluid,
+    Dirichlet,
+}
+
+impl From<MethodArg> for Method {
+    fn from(m: MethodArg) -> Method {
+        match m {
+            MethodArg::Louvain => Method::Louvain,
+            MethodArg::Fluid => Method::Fluid,
+            MethodArg::Dirichlet => Method::Dirichlet,
+        }
+    }
+}
+
+/// Entry point of the binary; returns the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    match dispatch(cli.command) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+fn data_dir(arg: &DataDirArg) -> Option<PathBuf> {
+    registry::resolve_data_dir(arg.data_dir.as_deref())
+}
+
+fn dispatch(command: Command) -> Result<()> {
+    match command {
+        Command::Run { file, data, out, mut set, seed, force, quiet } => {
+            if let Some(s) = seed {
+                set.push(format!("seed={s}"));
+            }
+            let scenario = Scenario::load(&file, &set)?;
+            let opts = RunOptions { data_dir: data_dir(&data), out, force, quiet };
+            let dir = run::run(&scenario, &file, &opts).map_err(|e| in_file(e, &file))?;
+            println!("results written to {}", dir.display());
+            Ok(())
+        }
+        Command::Scenario { action: ScenarioAction::Check { files, set, data } } => {
+            for file in &files {
+                let scenario = Scenario::load(file, &set)?;
+                // Checks against the data (clients ≤ nodes, features present) need it loaded.
+                let prepared = run::prepare(&scenario, data_dir(&data).as_deref()).map_err(|e| in_file(e, file))?;
+                println!("# {}: ok ({} nodes, {} clients)", file.display(), prepared.dataset.num_nodes(), prepared.clients.len());
+                print!("{}", scenario.to_yaml());
+            }
+            Ok(())
+        }
+        Command::Datasets { data, json } => datasets(data_dir(&data).as_deref(), json),
+        Command::Partition { dataset, clients, method, seed, delta, alpha, data, json } => {
+            let cfg = PartitionConfig { method: method.into(), clients, delta, alpha, ..PartitionConfig::default() };
+            partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
+        }
+        Command::Bench { what: BenchWhat::Data { data, reps } } => crate::bench::data(data_dir(&data).as_deref(), reps),
+    }
+}
+
+/// A parameter error found once the data is loaded (more clients than nodes, …) is
+/// still an error in the scenario file: say which file.
+fn in_file(e: Error, file: &Path) -> Error {
+    match e {
+        Error::Param { name, msg } => Error::Scenario { file: file.display().to_string(), field: name, msg },
+        other => other,
+    }
+}
+
+fn datasets(dir: Option<&Path>, as_json: bool) -> Result<()> {
+    let synthetic = Default::default();
+    let mut rows = Vec::new();
+    for spec in registry::known() {
+        let (status, stats) = match registry::load(spec.name, dir, &synthetic, 0) {
+            Ok(ds) => ("ok".to_string(), Some((ds.stats(), ds.notes))),
+            Err(e) => (format!("not loaded: {e}"), None),
+        };
+        rows.push((spec, status, stats));
+    }
+    if as_json {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(spec, status, stats)| {
+                json!({ "name": spec.name, "expected": location(spec, dir), "description": spec.description, "status": status,
+                        "stats": stats.as_ref().map(|s| &s.0), "notes": stats.as_ref().map(|s| &s.1) })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&list).expect("json"));
+        return Ok(());
+    }
+    match dir {
+        Some(d) => println!("data directory: {}", d.display()),
+        None => println!("data directory: not found (pass --data-dir or set {})", registry::DATA_DIR_ENV),
+    }
+    println!(
+        "{:<19} {:>6} {:>7} {:>6} {:>5} {:>14} {:>13} {:>4}  status / expected at",
+        "name", "nodes", "edges", "loops", "isol", "LCC nodes/edg", "features", "cls"
+    );
+    for (spec, status, stats) in &rows {
+        match stats {
+            Some((s, notes)) => {
+                let feat = match (s.feature_dim, s.feature_kind) {
+                    (Some(d), Some(k)) => format!("{d} {k:?}").to_lowercase(),
+                    _ => "none".to_string(),
+                };
+                println!(
+                    "{:<19} {:>6} {:>7} {:>6} {:>5} {:>14} {:>13} {:>4}  ok  {}",
+                    spec.name,
+                    s.nodes,
+                    s.edges,
+                    s.self_loops,
+                    s.isolated,
+                    format!("{}/{}", s.lcc_nodes, s.lcc_edges),
+                    feat,
+                    s.classes,
+                    location(spec, dir)
+                );
+                for n in notes {
+                    println!("{:<19} note: {n}", "");
+                }
+            }
+            None => println!("{:<19} {status}", spec.name),
+        }
+    }
+    Ok(())
+}
+
+/// Where `spec`'s first file is expected (the rest sit beside it).
+fn location(spec: &registry::DatasetSpec, dir: Option<&Path>) -> String {
+    match (spec.files.first(), dir) {
+        (None, _) => "(generated, no files)".to_string(),
+        (Some(f), Some(d)) => d.join(f).display().to_string(),
+        (Some(f), None) => format!("<data dir>/{f}"),
+    }
+}
+
+fn partition_cmd(name: &str, cfg: &PartitionConfig, seed: u64, dir: Option<&Path>, as_json: bool) -> Result<()> {
+    let dataset = registry::load(name, dir, &Default::default(), seed)?;
+    cfg.validate(&dataset).map_err(|e| match e {
+        // The flags are named after the scenario fields; say which flag.
+        Error::Param { name, msg } => Error::param(format!("--{}", name.trim_start_matches("partition.")), msg),
+        other => other,
+    })?;
+    let p = partition::partition(&dataset, cfg, seed)?;
+    let (clients, dropped) = p.clients(&dataset.graph);
+    let split = Split::random(&dataset.labels, SplitRatios::default(), &mut rng::derive(seed, "split", &[]));
+    let reports = partition::report(&dataset, &clients, &split);
+    if as_json {
+        let out = json!({
+            "dataset": dataset.name, "method": format!("{:?}", cfg.method).to_lowercase(), "seed": seed,
+            "communities": p.communities, "modularity": p.modularity,
+            "unassigned_nodes": p.assignment.iter().filter(|a| a.is_none()).count(),
+            "clients": reports, "dropped_edges": dropped.cross_client, "dropped_edges_detail": dropped,
+        });
+        println!("{}", serde_json::to_string_pretty(&out).expect("json"));
+    } else {
+        let covered: usize = reports.iter().map(|r| r.nodes).sum();
+        println!(
+            "{} on `{}` (seed {seed}): {} clients covering {covered} of {} nodes; cross-client edges dropped: {}",
+            format!("{:?}", cfg.method).to_lowercase(),
+            dataset.name,
+            clients.len(),
+            dataset.num_nodes(),
+            dropped.cross_client
+        );
+        if let (Some(c), Some(q)) = (p.communities, p.modularity) {
+            println!("louvain: {c} communities, modularity {q:.4}");
+        }
+        println!("split: random 50/25/25 of labelled nodes (seed {seed})\n");
+        print!("{}", run::client_table(&dataset, &reports));
+    }
+    Ok(())
+}

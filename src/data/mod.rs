@@ -1,0 +1,133 @@
+//! Graph data: the graph itself, node features and labels, the loaders that read them
+//! from the usual file formats, the synthetic generator, preprocessing and splits.
+
+pub mod features;
+pub mod graph;
+pub mod loaders;
+pub mod npy;
+pub mod preprocess;
+pub mod registry;
+pub mod split;
+pub mod synthetic;
+
+use serde::Serialize;
+
+pub use features::{CsrMatrix, DenseMatrix, FeatureKind, Features};
+pub use graph::{BuildReport, Graph};
+pub use split::{Role, Split, SplitRatios};
+
+use crate::error::{Error, Result};
+
+/// A node-classification dataset: an undirected graph, optional node features, labels
+/// (`None` = unlabelled) and class names.
+#[derive(Debug, Clone)]
+pub struct Dataset {
+    /// The registry name (`cora`, `facebook`, `synthetic`, …).
+    pub name: String,
+    pub graph: Graph,
+    /// What loading changed in the raw edges (self loops, duplicates).
+    pub build_report: BuildReport,
+    /// `None` when the source has no usable features (LastFM, PubMed here).
+    pub features: Option<Features>,
+    pub labels: Vec<Option<u32>>,
+    pub class_names: Vec<String>,
+    /// The split the source ships with (Planetoid), if any.
+    pub standard_split: Option<Split>,
+    /// Facts a user should know about this copy of the data ("no features", …).
+    pub notes: Vec<String>,
+}
+
+/// The figures `fgl-sim datasets` prints; they are checked against the data README.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DatasetStats {
+    pub nodes: usize,
+    pub edges: usize,
+    pub self_loops: usize,
+    pub isolated: usize,
+    pub lcc_nodes: usize,
+    pub lcc_edges: usize,
+    pub feature_dim: Option<usize>,
+    pub feature_kind: Option<FeatureKind>,
+    pub feature_nnz: Option<usize>,
+    pub classes: usize,
+    pub labelled: usize,
+}
+
+impl Dataset {
+    pub fn num_nodes(&self) -> usize {
+        self.graph.num_nodes()
+    }
+
+    pub fn num_classes(&self) -> usize {
+        self.class_names.len()
+    }
+
+    /// Check that every part agrees on the node count and the label range. Loaders call
+    /// this last so that a malformed file never yields a half-valid dataset.
+    pub fn validate(&self, source: &str) -> Result<()> {
+        let n = self.graph.num_nodes();
+        if self.labels.len() != n {
+            return Err(Error::data_file(
+                source,
+                format!("{} labels for {n} nodes (one label per node is required)", self.labels.len()),
+            ));
+        }
+        if let Some(f) = &self.features {
+            if f.rows() != n {
+                return Err(Error::data_file(source, format!("{} feature rows for {n} nodes", f.rows())));
+            }
+        }
+        let c = self.num_classes();
+        if let Some((v, y)) = self.labels.iter().enumerate().find_map(|(v, y)| y.filter(|&y| y as usize >= c).map(|y| (v, y))) {
+            return Err(Error::data_file(source, format!("node {v} has label {y} but there are only {c} classes")));
+        }
+        if let Some(s) = &self.standard_split {
+            if s.roles.len() != n {
+                return Err(Error::data_file(source, format!("split covers {} nodes, graph has {n}", s.roles.len())));
+            }
+        }
+        Ok(())
+    }
+
+    /// The features, or a clear error for runs that need them.
+    pub fn require_features(&self) -> Result<&Features> {
+        self.features.as_ref().ok_or_else(|| {
+            Error::dataset(
+                &self.name,
+                format!(
+                    "has no node features in this copy of the data ({}); choose a dataset with features",
+                    self.notes.join("; ")
+                ),
+            )
+        })
+    }
+
+    /// Label histogram over `nodes` (unlabelled nodes are skipped).
+    pub fn label_counts(&self, nodes: impl IntoIterator<Item = usize>) -> Vec<usize> {
+        let mut counts = vec![0usize; self.num_classes()];
+        for v in nodes {
+            if let Some(y) = self.labels[v] {
+                counts[y as usize] += 1;
+            }
+        }
+        counts
+    }
+
+    pub fn stats(&self) -> DatasetStats {
+        let lcc = self.graph.largest_connected_component();
+        let (lcc_graph, _) = self.graph.induced_subgraph(&lcc);
+        DatasetStats {
+            nodes: self.graph.num_nodes(),
+            edges: self.graph.num_edges(),
+            self_loops: self.build_report.self_loops_removed,
+            isolated: self.graph.num_isolated(),
+            lcc_nodes: lcc.len(),
+            lcc_edges: lcc_graph.num_edges(),
+            feature_dim: self.features.as_ref().map(Features::cols),
+            feature_kind: self.features.as_ref().map(Features::kind),
+            feature_nnz: self.features.as_ref().map(Features::nnz),
+            classes: self.num_classes(),
+            labelled: self.labels.iter().filter(|y| y.is_some()).count(),
+        }
+    }
+}

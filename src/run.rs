@@ -1,0 +1,196 @@
+//! The stages of a run, in data-flow order: load → preprocess → partition → split →
+//! (training, defenses and attacks: later issues) → results.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::data::{registry, Dataset, DatasetStats, Role, Split};
+use crate::error::{Error, Result};
+use crate::partition::{self, Client, ClientReport, Partition, PartitionConfig};
+use crate::results::{self, ResultsDir};
+use crate::rng;
+use crate::scenario::{Scenario, SplitScope};
+
+/// Everything the data stages produce for the training stages.
+pub struct Prepared {
+    pub dataset: Dataset,
+    pub partition: Partition,
+    pub clients: Vec<Client>,
+    /// Roles of all nodes (global ids); per-client splits are merged into it.
+    pub split: Split,
+    pub reports: Vec<ClientReport>,
+    pub dropped_edges: partition::DroppedEdges,
+    pub timings: StageTimings,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StageTimings {
+    pub load_ms: f64,
+    pub partition_ms: f64,
+    pub split_ms: f64,
+}
+
+fn ms(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Load, preprocess, partition and split as the scenario says.
+pub fn prepare(scenario: &Scenario, data_dir: Option<&Path>) -> Result<Prepared> {
+    let seed = scenario.seed;
+    let t = Instant::now();
+    let mut dataset = registry::load(&scenario.dataset.name, data_dir, &scenario.synthetic(), seed)?;
+    let pre = &scenario.dataset.preprocess;
+    if *pre != Default::default() {
+        let features = dataset.require_features()?;
+        dataset.features = Some(pre.apply(features)?);
+    }
+    let load_ms = ms(t);
+
+    let t = Instant::now();
+    let partition = if scenario.federation.centralized {
+        Partition::single(dataset.num_nodes())
+    } else {
+        scenario.partition.validate(&dataset)?;
+        partition::partition(&dataset, &scenario.partition, seed)?
+    };
+    let (clients, dropped_edges) = partition.clients(&dataset.graph);
+    let partition_ms = ms(t);
+
+    let t = Instant::now();
+    let split = make_split(scenario, &dataset, &clients)?;
+    let reports = partition::report(&dataset, &clients, &split);
+    let split_ms = ms(t);
+
+    Ok(Prepared { dataset, partition, clients, split, reports, dropped_edges, timings: StageTimings { load_ms, partition_ms, split_ms } })
+}
+
+fn make_split(scenario: &Scenario, dataset: &Dataset, clients: &[Client]) -> Result<Split> {
+    let s = &scenario.split;
+    if s.standard {
+        return dataset.standard_split.clone().ok_or_else(|| {
+            Error::param("split.standard", format!("dataset `{}` ships no standard split; use a random split (standard: false)", dataset.name))
+        });
+    }
+    Ok(match s.scope {
+        SplitScope::Global => Split::random(&dataset.labels, s.ratios(), &mut rng::derive(scenario.seed, "split", &[])),
+        SplitScope::PerClient => {
+            let mut roles = vec![Role::Unused; dataset.num_nodes()];
+            for c in clients {
+                let labels: Vec<Option<u32>> = c.nodes.iter().map(|&v| dataset.labels[v]).collect();
+                let local = Split::random(&labels, s.ratios(), &mut rng::derive(scenario.seed, "split", &[c.id as u64]));
+                for (&v, &r) in c.nodes.iter().zip(&local.roles) {
+                    roles[v] = r;
+                }
+            }
+            Split { roles }
+        }
+    })
+}
+
+/// Options of `fgl-sim run` that are not part of the scenario.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub data_dir: Option<PathBuf>,
+    pub out: Option<PathBuf>,
+    pub force: bool,
+    pub quiet: bool,
+}
+
+/// The partition section of `metrics.json` and of `fgl-sim partition --json`.
+pub fn partition_json(cfg: &PartitionConfig, prepared: &Prepared, centralized: bool) -> serde_json::Value {
+    json!({
+        "method": if centralized { "centralized".to_string() } else { format!("{:?}", cfg.method).to_lowercase() },
+        "clients": prepared.clients.len(),
+        "communities": prepared.partition.communities,
+        "modularity": prepared.partition.modularity,
+        "unassigned_nodes": prepared.partition.assignment.iter().filter(|a| a.is_none()).count(),
+        "dropped_edges": prepared.dropped_edges,
+    })
+}
+
+/// Run a scenario and write its results directory; returns the directory.
+pub fn run(scenario: &Scenario, scenario_path: &Path, opts: &RunOptions) -> Result<PathBuf> {
+    let stem = scenario_path.file_stem().and_then(|s| s.to_str()).unwrap_or("scenario");
+    let dir = match (&opts.out, &scenario.output.dir) {
+        (Some(d), _) | (None, Some(d)) => d.clone(),
+        (None, None) => results::default_dir(Path::new("results"), stem),
+    };
+    // Refuse before doing any work, so an existing run is never lost.
+    let out = ResultsDir::claim(&dir, opts.force)?;
+    let t = Instant::now();
+    let prepared = prepare(scenario, opts.data_dir.as_deref())?;
+    let total_ms = ms(t);
+
+    let stats = prepared.dataset.stats();
+    let metrics = json!({
+        "schema": "fgl-sim/metrics/v1",
+        "scenario": stem,
+        "seed": scenario.seed,
+        "stages_run": ["data", "split", "partition"],
+        "dataset": { "name": prepared.dataset.name, "stats": stats, "notes": prepared.dataset.notes, "build_report": prepared.dataset.build_report },
+        "split": { "train": prepared.split.count(Role::Train), "val": prepared.split.count(Role::Val), "test": prepared.split.count(Role::Test), "unused": prepared.split.count(Role::Unused) },
+        "partition": partition_json(&scenario.partition, &prepared, scenario.federation.centralized),
+        "clients": prepared.reports,
+        "timings": { "stages_ms": prepared.timings, "total_ms": total_ms },
+    });
+    let summary = summary_md(stem, scenario, &stats, &prepared);
+    out.write("scenario.resolved.yaml", scenario.to_yaml().as_bytes())?;
+    out.write("metrics.json", serde_json::to_string_pretty(&metrics).expect("json").as_bytes())?;
+    out.write("summary.md", summary.as_bytes())?;
+    if !opts.quiet {
+        eprintln!("{}", summary);
+    }
+    Ok(dir)
+}
+
+/// The per-client table in Markdown (also printed by `fgl-sim partition`).
+pub fn client_table(dataset: &Dataset, reports: &[ClientReport]) -> String {
+    let mut s = String::from("| client | nodes | edges | train | val | test | labels (");
+    s.push_str(&dataset.class_names.join(", "));
+    s.push_str(") |\n|---:|---:|---:|---:|---:|---:|---|\n");
+    for r in reports {
+        let labels: Vec<String> = r.label_distribution.iter().map(|c| c.to_string()).collect();
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} |\n",
+            r.id, r.nodes, r.edges, r.train, r.val, r.test, labels.join(" / ")
+        ));
+    }
+    s
+}
+
+fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepared) -> String {
+    let mut s = format!("# Run `{stem}` (seed {})\n\n", scenario.seed);
+    if !scenario.description.is_empty() {
+        s.push_str(&format!("{}\n\n", scenario.description));
+    }
+    s.push_str(&format!(
+        "**Dataset** `{}`: {} nodes, {} edges ({} self loops removed), {} classes, features: {}.\n",
+        p.dataset.name,
+        stats.nodes,
+        stats.edges,
+        stats.self_loops,
+        stats.classes,
+        stats.feature_dim.map_or("none".to_string(), |d| format!("{d} ({:?})", stats.feature_kind.expect("kind with dim")).to_lowercase()),
+    ));
+    for n in &p.dataset.notes {
+        s.push_str(&format!("- note: {n}\n"));
+    }
+    s.push_str(&format!(
+        "\n**Split** ({:?}): {} train / {} val / {} test.\n",
+        scenario.split.scope,
+        p.split.count(Role::Train),
+        p.split.count(Role::Val),
+        p.split.count(Role::Test)
+    ));
+    s.push_str(&format!(
+        "\n**Partition** into {} clients; cross-client edges dropped: {}.\n\n",
+        p.clients.len(),
+        p.dropped_edges.cross_client
+    ));
+    s.push_str(&client_table(&p.dataset, &p.reports));
+    s.push_str("\nStages run: data, split, partition. Training, defenses and attacks are not part of this run yet.\n");
+    s
+}

@@ -1,0 +1,189 @@
+//! End-to-end tests of the `fgl-sim` binary: exit codes, messages, results directories.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn fgl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_fgl-sim")).args(args).env_remove("FGL_DATA_DIR").output().expect("run fgl-sim")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A failing command: exit code 1, one `error:` line naming `needles`, no panic.
+fn assert_clean_failure(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert!(!err.contains("panicked"), "panic: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "`{n}` not in: {err}");
+    }
+}
+
+fn metrics(dir: &Path) -> serde_json::Value {
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("metrics.json")).unwrap()).unwrap();
+    m.as_object_mut().unwrap().remove("timings");
+    m
+}
+
+#[test]
+fn quickstart_runs_and_never_overwrites_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("q");
+    let out_s = out.to_str().unwrap();
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--out", out_s, "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["scenario.resolved.yaml", "metrics.json", "summary.md"] {
+        assert!(out.join(f).is_file(), "{f} missing");
+    }
+    let m = metrics(&out);
+    let clients = m["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 5);
+    let covered: u64 = clients.iter().map(|c| c["nodes"].as_u64().unwrap()).sum();
+    assert_eq!(covered, 1000);
+    for (i, c) in clients.iter().enumerate() {
+        assert_eq!(c["id"].as_u64(), Some(i as u64));
+        assert_eq!(c["label_distribution"].as_array().unwrap().len(), 4);
+    }
+
+    // A second run into the same directory is refused and leaves the first intact.
+    let before = std::fs::read(out.join("metrics.json")).unwrap();
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--out", out_s, "--quiet"]);
+    assert_clean_failure(&o, &[out_s, "--force"]);
+    assert_eq!(std::fs::read(out.join("metrics.json")).unwrap(), before);
+
+    // Same scenario and seed → identical metrics (timings aside); --force overwrites.
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--out", out_s, "--quiet", "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(metrics(&out), m);
+
+    // The resolved scenario is itself a valid scenario that reproduces the run.
+    let out2 = tmp.path().join("q2");
+    let o = fgl(&["run", out.join("scenario.resolved.yaml").to_str().unwrap(), "--out", out2.to_str().unwrap(), "--quiet"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut m2 = metrics(&out2);
+    m2["scenario"] = m["scenario"].clone();
+    assert_eq!(m2, m);
+
+    // A different seed gives a different partition.
+    let out3 = tmp.path().join("q3");
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--out", out3.to_str().unwrap(), "--quiet", "--seed", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_ne!(metrics(&out3)["clients"], m["clients"]);
+}
+
+#[test]
+fn bad_scenarios_fail_with_one_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("unknown_field.yaml", "dataset: {name: synthetic}\npartition: {clients: 3, metod: louvain}\n", &["partition", "unknown field `metod`"]),
+        ("wrong_type.yaml", "dataset: {name: synthetic}\npartition: {clients: many}\n", &["partition.clients", "invalid type"]),
+        ("negative_ratio.yaml", "dataset: {name: synthetic}\nsplit: {train: 1.25, val: -0.25, test: 0}\n", &["split.", "[0, 1]"]),
+        ("ratio_sum.yaml", "dataset: {name: synthetic}\nsplit: {train: 0.5, val: 0.3, test: 0.3}\n", &["split", "sum to 1"]),
+        ("too_many_clients.yaml", "dataset: {name: synthetic, synthetic: {nodes: 40, avg_degree: 2}}\npartition: {clients: 41}\n", &["partition.clients", "41"]),
+        ("unknown_dataset.yaml", "dataset: {name: imagenet}\n", &["dataset.name", "imagenet", "cora"]),
+        ("empty.yaml", "", &["empty"]),
+        ("bad_syntax.yaml", "dataset: {name: [\n", &["(syntax)"]),
+    ];
+    for (file, text, needles) in cases {
+        let path = tmp.path().join(file);
+        std::fs::write(&path, text).unwrap();
+        let out = tmp.path().join(format!("out-{file}"));
+        let o = fgl(&["run", path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
+        let mut needles = needles.to_vec();
+        needles.push(file); // every error in a scenario names its file
+        assert_clean_failure(&o, &needles);
+        assert!(!out.exists(), "{file}: a failed run must not create its results directory");
+        let o = fgl(&["scenario", "check", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{file}");
+    }
+    // Non-UTF-8 scenario file.
+    let path = tmp.path().join("latin1.yaml");
+    std::fs::write(&path, b"dataset: {name: caf\xe9}\n").unwrap();
+    assert_clean_failure(&fgl(&["scenario", "check", path.to_str().unwrap()]), &["latin1.yaml", "UTF-8"]);
+    // A bad --set is reported like a bad file.
+    let o = fgl(&["scenario", "check", "scenarios/quickstart.yaml", "--set", "partition.clients=-3"]);
+    assert_clean_failure(&o, &["partition.clients"]);
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--set", "federation.centralised=true"]);
+    assert_clean_failure(&o, &["federation", "unknown field `centralised`"]);
+}
+
+#[test]
+fn every_shipped_scenario_checks() {
+    for entry in std::fs::read_dir("scenarios").unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let needs_data = !std::fs::read_to_string(&path).unwrap().contains("name: synthetic");
+            if needs_data && common::data_dir().is_none() {
+                continue;
+            }
+            let o = fgl(&["scenario", "check", path.to_str().unwrap()]);
+            assert!(o.status.success(), "{}: {}", path.display(), stderr(&o));
+            assert!(stdout(&o).contains("dataset:"), "resolved scenario printed");
+        }
+    }
+}
+
+#[test]
+fn partition_command_is_deterministic_and_covers_cora() {
+    let Some(dir) = common::data_dir() else { return };
+    let args = ["partition", "--dataset", "cora", "--clients", "10", "--method", "louvain", "--seed", "0", "--json", "--data-dir", dir.to_str().unwrap()];
+    let a = fgl(&args);
+    assert!(a.status.success(), "{}", stderr(&a));
+    let b = fgl(&args);
+    assert_eq!(a.stdout, b.stdout, "same seed must give the same partition");
+    let j: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    let clients = j["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 10);
+    assert_eq!(clients.iter().map(|c| c["nodes"].as_u64().unwrap()).sum::<u64>(), 2708);
+    for key in ["id", "nodes", "edges", "train", "val", "test", "label_distribution"] {
+        assert!(clients[0].get(key).is_some(), "missing {key}");
+    }
+    assert!(j["dropped_edges"].as_u64().unwrap() > 0);
+    // Table form names every client, and other methods run too.
+    for method in ["louvain", "fluid", "dirichlet"] {
+        let o = fgl(&["partition", "--dataset", "cora", "--clients", "10", "--method", method, "--data-dir", dir.to_str().unwrap()]);
+        assert!(o.status.success(), "{method}: {}", stderr(&o));
+        assert!(stdout(&o).contains("| 9 |"), "{method}: {}", stdout(&o));
+    }
+    // More clients than nodes is a clear error naming the flag.
+    let o = fgl(&["partition", "--dataset", "cora", "--clients", "5000", "--method", "louvain", "--data-dir", dir.to_str().unwrap()]);
+    assert_clean_failure(&o, &["--clients", "2708"]);
+}
+
+#[test]
+fn datasets_command_lists_all_and_data_errors_name_the_file() {
+    let Some(dir) = common::data_dir() else { return };
+    let o = fgl(&["datasets", "--data-dir", dir.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for spec in fgl_sim::data::registry::known() {
+        let line = text.lines().find(|l| l.split_whitespace().next() == Some(spec.name)).unwrap_or_else(|| panic!("{} not listed", spec.name));
+        assert!(line.contains(" ok "), "{line}");
+    }
+
+    // A data directory whose cora.npz is truncated: the run fails naming that file.
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("gnn_benchmark_npz");
+    std::fs::create_dir_all(&bad).unwrap();
+    let good = std::fs::read(dir.join("gnn_benchmark_npz/cora.npz")).unwrap();
+    std::fs::write(bad.join("cora.npz"), &good[..good.len() / 2]).unwrap();
+    let o = fgl(&["partition", "--dataset", "cora", "--clients", "3", "--data-dir", tmp.path().to_str().unwrap()]);
+    assert_clean_failure(&o, &["cora.npz"]);
+    // A missing file is named with its full expected path.
+    let o = fgl(&["partition", "--dataset", "facebook", "--clients", "3", "--data-dir", tmp.path().to_str().unwrap()]);
+    assert_clean_failure(&o, &["facebook_page_page"]);
+    // lastfm has no features: a run that needs them refuses it.
+    let scen = tmp.path().join("lastfm.yaml");
+    std::fs::write(&scen, "dataset: {name: lastfm, preprocess: {minmax: true}}\n").unwrap();
+    let o = fgl(&["scenario", "check", scen.to_str().unwrap(), "--data-dir", dir.to_str().unwrap()]);
+    assert_clean_failure(&o, &["lastfm", "no node features"]);
+}
