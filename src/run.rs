@@ -1,5 +1,5 @@
 //! The stages of a run, in data-flow order: load → preprocess → partition → split →
-//! (training, defenses and attacks: later issues) → results.
+//! train (FedAvg; defenses and attacks: later issues) → results.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -7,8 +7,12 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::json;
 
+use std::io::IsTerminal;
+
+use crate::backend;
 use crate::data::{registry, Dataset, DatasetStats, Role, Split};
 use crate::error::{Error, Result};
+use crate::fed::{self, FedAvg, FedConfig, FedResult, Identity};
 use crate::partition::{self, Client, ClientReport, Partition, PartitionConfig};
 use crate::results::{self, ResultsDir};
 use crate::rng;
@@ -97,6 +101,31 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     pub force: bool,
     pub quiet: bool,
+    /// Worker threads for parallel client training (default: all cores). Results do
+    /// not depend on it.
+    pub threads: Option<usize>,
+}
+
+/// Train the prepared clients with FedAvg as the scenario says, on its backend.
+pub fn train(scenario: &Scenario, prepared: &Prepared, opts: &RunOptions) -> Result<FedResult> {
+    let device = backend::device(scenario.backend)?;
+    let cfg = FedConfig {
+        seed: scenario.seed,
+        model: &scenario.model,
+        train: &scenario.train,
+        federation: &scenario.federation,
+        parallel: backend::parallel_clients(scenario.backend),
+        progress: !opts.quiet && std::io::stderr().is_terminal(),
+    };
+    let go = || fed::run(prepared, &cfg, &device, &mut FedAvg, &Identity);
+    match opts.threads {
+        None => go(),
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build()
+            .map_err(|e| Error::param("--threads", e.to_string()))?
+            .install(go),
+    }
 }
 
 /// The partition section of `metrics.json` and of `fgl-sim partition --json`.
@@ -122,21 +151,47 @@ pub fn run(scenario: &Scenario, scenario_path: &Path, opts: &RunOptions) -> Resu
     let out = ResultsDir::claim(&dir, opts.force)?;
     let t = Instant::now();
     let prepared = prepare(scenario, opts.data_dir.as_deref())?;
+    let t_train = Instant::now();
+    let fed = train(scenario, &prepared, opts)?;
+    let train_s = t_train.elapsed().as_secs_f64();
     let total_ms = ms(t);
 
     let stats = prepared.dataset.stats();
+    let last = fed.rounds.last().expect("at least one round");
+    let clients: Vec<serde_json::Value> = prepared
+        .reports
+        .iter()
+        .zip(&prepared.clients)
+        .enumerate()
+        .map(|(i, (r, c))| {
+            let mut v = serde_json::to_value(r).expect("json");
+            let train_nodes = c.nodes.iter().copied().filter(|&n| prepared.split.roles[n] == Role::Train);
+            v["train_label_distribution"] = json!(prepared.dataset.label_counts(train_nodes));
+            v["test_accuracy"] = json!(last.client_test_accuracy[i]);
+            v
+        })
+        .collect();
     let metrics = json!({
         "schema": "fgl-sim/metrics/v1",
         "scenario": stem,
         "seed": scenario.seed,
-        "stages_run": ["data", "split", "partition"],
+        "backend": scenario.backend,
+        "stages_run": ["data", "split", "partition", "train"],
+        "model": { "arch": scenario.model.arch, "parameters": fed.parameters },
+        "final": { "round": last.round, "test_accuracy": last.test_accuracy, "test_loss": last.test_loss, "train_loss": last.train_loss },
+        "rounds": fed.rounds,
         "dataset": { "name": prepared.dataset.name, "stats": stats, "notes": prepared.dataset.notes, "build_report": prepared.dataset.build_report },
         "split": { "train": prepared.split.count(Role::Train), "val": prepared.split.count(Role::Val), "test": prepared.split.count(Role::Test), "unused": prepared.split.count(Role::Unused) },
         "partition": partition_json(&scenario.partition, &prepared, scenario.federation.centralized),
-        "clients": prepared.reports,
-        "timings": { "stages_ms": prepared.timings, "total_ms": total_ms },
+        "clients": clients,
+        "timings": {
+            "stages_ms": prepared.timings,
+            "train_seconds": train_s,
+            "round_seconds": fed.round_seconds,
+            "total_ms": total_ms,
+        },
     });
-    let summary = summary_md(stem, scenario, &stats, &prepared);
+    let summary = summary_md(stem, scenario, &stats, &prepared, &fed);
     out.write("scenario.resolved.yaml", scenario.to_yaml().as_bytes())?;
     out.write("metrics.json", serde_json::to_string_pretty(&metrics).expect("json").as_bytes())?;
     out.write("summary.md", summary.as_bytes())?;
@@ -161,7 +216,7 @@ pub fn client_table(dataset: &Dataset, reports: &[ClientReport]) -> String {
     s
 }
 
-fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepared) -> String {
+fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepared, fed: &FedResult) -> String {
     let mut s = format!("# Run `{stem}` (seed {})\n\n", scenario.seed);
     if !scenario.description.is_empty() {
         s.push_str(&format!("{}\n\n", scenario.description));
@@ -191,6 +246,24 @@ fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepare
         p.dropped_edges.cross_client
     ));
     s.push_str(&client_table(&p.dataset, &p.reports));
-    s.push_str("\nStages run: data, split, partition. Training, defenses and attacks are not part of this run yet.\n");
+    let (m, t, f) = (&scenario.model, &scenario.train, &scenario.federation);
+    s.push_str(&format!(
+        "\n**Training**: {:?}, {} layer(s) × {}, {} parameters; {:?} lr {} momentum {} weight decay {}; \
+         {} round(s) × {} local epoch(s), FedAvg weighted by {:?} nodes, backend {:?}.\n\n",
+        m.arch, m.layers, m.hidden, fed.parameters, t.optimizer, t.lr, t.momentum, t.weight_decay, f.rounds, t.epochs, f.weighting, scenario.backend
+    ).to_lowercase().replacen("**training**", "**Training**", 1));
+    s.push_str("| round | test accuracy | test loss | train loss |\n|---:|---:|---:|---:|\n");
+    let n = fed.rounds.len();
+    let step = n.div_ceil(20).max(1);
+    for (i, r) in fed.rounds.iter().enumerate() {
+        if i % step == 0 || i + 1 == n {
+            s.push_str(&format!("| {} | {:.4} | {:.4} | {:.4} |\n", r.round, r.test_accuracy, r.test_loss, r.train_loss));
+        }
+    }
+    let last = fed.rounds.last().expect("at least one round");
+    s.push_str(&format!(
+        "\n**Final test accuracy** (global model, union of the clients' test nodes): {:.4}\n",
+        last.test_accuracy
+    ));
     s
 }

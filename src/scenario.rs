@@ -13,6 +13,7 @@ use crate::data::preprocess::PreprocessConfig;
 use crate::data::synthetic::SyntheticConfig;
 use crate::data::SplitRatios;
 use crate::error::{Error, Result};
+use crate::model::ModelConfig;
 use crate::partition::PartitionConfig;
 use crate::presets;
 
@@ -30,6 +31,8 @@ pub struct Scenario {
     pub split: SplitSection,
     #[serde(default)]
     pub partition: PartitionConfig,
+    #[serde(default)]
+    pub model: ModelConfig,
     #[serde(default)]
     pub train: TrainConfig,
     #[serde(default)]
@@ -215,6 +218,7 @@ impl Scenario {
         self.dataset.preprocess.validate()?;
         self.split.ratios().validate("split")?;
         self.partition.validate_static()?;
+        self.model.validate()?;
         let t = &self.train;
         if !(t.lr > 0.0 && t.lr.is_finite()) {
             return Err(Error::param("train.lr", format!("{} must be a finite number > 0", t.lr)));

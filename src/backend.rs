@@ -1,0 +1,38 @@
+//! Scenario backend → Burn device. Burn 0.22 dispatches on the device, so this is the
+//! only place that knows which backends exist; every model and training line is shared.
+
+use burn::tensor::{Device, DeviceKind, Tensor};
+
+use crate::error::{Error, Result};
+use crate::scenario::Backend;
+
+/// The device for `backend`, checked to work: a wgpu request on a machine without a
+/// usable adapter (no GPU and no software Vulkan driver) is a clear error, not a panic.
+pub fn device(backend: Backend) -> Result<Device> {
+    match backend {
+        #[allow(deprecated)] // Burn 0.22 prefers burn-flex; the design card names burn-ndarray.
+        Backend::Cpu => Ok(Device::ndarray()),
+        Backend::Wgpu => {
+            let device = Device::wgpu(DeviceKind::DefaultDevice);
+            let probe = device.clone();
+            let ok = std::panic::catch_unwind(move || {
+                let t = Tensor::<1>::from_floats([1.0, 2.0], &probe);
+                t.sum().into_scalar::<f32>()
+            });
+            match ok {
+                Ok(v) if v == 3.0 => Ok(device),
+                _ => Err(Error::param(
+                    "backend",
+                    "wgpu found no usable adapter: install a GPU driver with Vulkan support, or Mesa's software driver \
+                     (Debian: mesa-vulkan-drivers), or use `backend: cpu`",
+                )),
+            }
+        }
+    }
+}
+
+/// Whether clients of a round may train in parallel on this backend (CPU: yes; the GPU
+/// serialises kernels anyway).
+pub fn parallel_clients(backend: Backend) -> bool {
+    backend == Backend::Cpu
+}

@@ -1,0 +1,160 @@
+//! Node classifier: optional KProp → 1–3 GNN layers → optional fully connected head.
+//!
+//! Without the head the last GNN layer produces the class logits. With it (EC-LDA's
+//! model: conv layers then `fc`) the last GNN layer produces `hidden` features, the
+//! activation follows, and `Linear(hidden → classes)` produces the logits; the head's
+//! input is returned so that an attack can observe it.
+
+use burn::module::Module;
+use burn::nn::Linear;
+use burn::tensor::{Tensor, TensorCreationOptions};
+
+use super::config::{Activation, Arch, ModelConfig};
+use super::dropout::dropout;
+use super::gat::GatConv;
+use super::gcn::GcnConv;
+use super::graph_tensors::GraphTensors;
+use super::init::Init;
+use super::input::NodeInput;
+use super::kprop::kprop;
+use super::sage::SageConv;
+use crate::rng::Rng;
+
+/// One GNN layer of any architecture.
+#[derive(Module, Debug)]
+pub enum Conv {
+    Gcn(GcnConv),
+    Sage(SageConv),
+    Gat(GatConv),
+}
+
+impl Conv {
+    /// The layer's linear part X·W (see [`GcnConv::transform`] for why it is separate).
+    pub fn transform(&self, x: &NodeInput) -> Tensor<2> {
+        match self {
+            Conv::Gcn(c) => c.transform(x),
+            Conv::Sage(c) => c.transform(x),
+            Conv::Gat(c) => c.transform(x),
+        }
+    }
+
+    /// The rest of the layer: propagation over the graph and bias.
+    pub fn aggregate(&self, h: Tensor<2>, graph: &GraphTensors, rng: Option<&mut Rng>) -> Tensor<2> {
+        match self {
+            Conv::Gcn(c) => c.aggregate(h, graph),
+            Conv::Sage(c) => c.aggregate(h, graph),
+            Conv::Gat(c) => c.aggregate(h, graph, rng),
+        }
+    }
+
+    pub fn d_out(&self) -> usize {
+        match self {
+            Conv::Gcn(c) => c.d_out(),
+            Conv::Sage(c) => c.d_out(),
+            Conv::Gat(c) => c.d_out(),
+        }
+    }
+}
+
+/// What a forward pass returns.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// `[N, classes]`, before softmax.
+    pub logits: Tensor<2>,
+    /// `[N, hidden]`: what the fully connected head received (after activation and, in
+    /// training, dropout); `None` without a head.
+    pub head_input: Option<Tensor<2>>,
+}
+
+#[derive(Module, Debug)]
+pub struct NodeClassifier {
+    pub convs: Vec<Conv>,
+    /// `Linear(hidden → classes)`, torch-default init (uniform ±1/sqrt(hidden)).
+    pub head: Option<Linear>,
+    #[module(skip)]
+    pub activation: Activation,
+    pub dropout: f64,
+    /// KProp rounds on the input features. Applied after the first layer's linear map
+    /// (KProp(X)·W = KProp(X·W), both being linear), which is exact and far cheaper
+    /// than propagating raw features every epoch.
+    pub kprop_steps: usize,
+}
+
+impl NodeClassifier {
+    /// Build from a validated config (see [`ModelConfig::init`]).
+    pub(crate) fn new(
+        config: &ModelConfig,
+        in_dim: usize,
+        classes: usize,
+        seed: u64,
+        options: TensorCreationOptions,
+    ) -> NodeClassifier {
+        let mut init = Init::new(seed, options);
+        let head_on = config.head;
+        let mut d_in = in_dim;
+        let mut convs = Vec::with_capacity(config.layers);
+        for i in 0..config.layers {
+            // The last layer is the "output" layer: logits without a head, `hidden`
+            // features for the head with one. GAT uses one head there, as PyG/LPGNN do.
+            let last = i + 1 == config.layers;
+            let d_out = if last && !head_on { classes } else { config.hidden };
+            let conv = match config.arch {
+                Arch::Gcn => Conv::Gcn(GcnConv::new(d_in, d_out, &mut init)),
+                Arch::Sage => Conv::Sage(SageConv::new(d_in, d_out, &mut init)),
+                Arch::Gat => {
+                    let (heads, concat) = if last { (1, false) } else { (config.heads, true) };
+                    Conv::Gat(GatConv::new(d_in, d_out, heads, concat, config.attention_dropout, &mut init))
+                }
+            };
+            d_in = conv.d_out();
+            convs.push(conv);
+        }
+        let head = head_on.then(|| Linear {
+            weight: init.torch_linear([d_in, classes], d_in),
+            bias: Some(init.torch_linear([classes], d_in)),
+        });
+        NodeClassifier { convs, head, activation: config.activation, dropout: config.dropout, kprop_steps: config.kprop_steps }
+    }
+
+    /// Evaluation forward pass (no dropout).
+    pub fn forward(&self, input: &NodeInput, graph: &GraphTensors) -> Output {
+        self.run(input, graph, None)
+    }
+
+    /// Training forward pass: dropout masks drawn from `rng` (derive it from seed,
+    /// client and round so that runs repeat exactly).
+    pub fn forward_train(&self, input: &NodeInput, graph: &GraphTensors, rng: &mut Rng) -> Output {
+        self.run(input, graph, Some(rng))
+    }
+
+    fn run(&self, input: &NodeInput, graph: &GraphTensors, mut rng: Option<&mut Rng>) -> Output {
+        assert_eq!(
+            input.num_nodes(),
+            graph.num_nodes(),
+            "input has {} rows for a graph of {} nodes",
+            input.num_nodes(),
+            graph.num_nodes()
+        );
+        let depth = self.convs.len();
+        let mut x = None;
+        for (i, conv) in self.convs.iter().enumerate() {
+            let mut h = match x.take() {
+                None => conv.transform(input),
+                Some(prev) => conv.transform(&NodeInput::Dense(prev)),
+            };
+            if i == 0 {
+                h = kprop(h, graph, self.kprop_steps);
+            }
+            let mut out = conv.aggregate(h, graph, rng.as_deref_mut());
+            if i + 1 < depth || self.head.is_some() {
+                out = dropout(self.activation.apply(out), self.dropout, rng.as_deref_mut());
+            }
+            x = Some(out);
+        }
+        let x = x.expect("a classifier has at least one layer");
+        match &self.head {
+            Some(head) => Output { logits: head.forward(x.clone()), head_input: Some(x) },
+            None => Output { logits: x, head_input: None },
+        }
+    }
+}

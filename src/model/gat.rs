@@ -1,0 +1,115 @@
+//! Graph attention layer with PyG `GATConv` semantics.
+//!
+//! Per head h: z = X·W_h; for every edge u→v including self loops,
+//! e_uv = LeakyReLU_{0.2}(a_src·z_u + a_dst·z_v); α_uv = softmax of e over the edges
+//! into v; out_v = Σ_u α_uv z_u. Heads are concatenated (hidden layers) or averaged
+//! (output layer), then the bias is added.
+//!
+//! The segment softmax subtracts a per-target maximum computed by a max-scatter
+//! (`select_assign` with `IndexingUpdateOp::Max`) on detached logits. Softmax is
+//! invariant to a per-target shift, so treating the shift as a constant leaves the
+//! gradient exact; it only keeps `exp` from overflowing. Every target has its self
+//! loop, so the maximum is finite and each denominator is ≥ 1.
+
+use burn::module::{Module, Param};
+use burn::tensor::Tensor;
+use burn::tensor::activation::leaky_relu;
+
+use super::dropout::dropout;
+use super::graph_tensors::GraphTensors;
+use super::init::Init;
+use super::input::NodeInput;
+use crate::rng::Rng;
+
+#[derive(Module, Debug)]
+pub struct GatConv {
+    /// `[in, heads·channels]`, Glorot-uniform (all heads side by side).
+    pub weight: Param<Tensor<2>>,
+    /// `[heads, channels]`, Glorot-uniform (PyG `att_src`).
+    pub att_src: Param<Tensor<2>>,
+    /// `[heads, channels]`, Glorot-uniform (PyG `att_dst`).
+    pub att_dst: Param<Tensor<2>>,
+    /// `[heads·channels]` when concatenating, else `[channels]`; zeros.
+    pub bias: Param<Tensor<1>>,
+    pub heads: usize,
+    pub channels: usize,
+    /// Concatenate heads (true) or average them (false).
+    pub concat: bool,
+    /// LeakyReLU slope for the attention logits (PyG default 0.2).
+    pub negative_slope: f64,
+    /// Dropout on the attention coefficients during training (PyG `dropout`).
+    pub attention_dropout: f64,
+}
+
+impl GatConv {
+    pub fn new(
+        d_in: usize,
+        channels: usize,
+        heads: usize,
+        concat: bool,
+        attention_dropout: f64,
+        init: &mut Init,
+    ) -> GatConv {
+        let width = heads * channels;
+        GatConv {
+            weight: init.glorot([d_in, width], d_in, width),
+            att_src: init.glorot([heads, channels], heads, channels),
+            att_dst: init.glorot([heads, channels], heads, channels),
+            bias: init.zeros([if concat { width } else { channels }]),
+            heads,
+            channels,
+            concat,
+            negative_slope: 0.2,
+            attention_dropout,
+        }
+    }
+
+    /// Output width: heads·channels when concatenating, channels when averaging.
+    pub fn d_out(&self) -> usize {
+        if self.concat { self.heads * self.channels } else { self.channels }
+    }
+
+    /// z = X·W for all heads at once: `[N, heads·channels]`.
+    pub fn transform(&self, x: &NodeInput) -> Tensor<2> {
+        x.matmul(self.weight.val())
+    }
+
+    /// Per-node attention terms a·z_v for each head: `[N, heads]`.
+    fn node_scores(&self, z: Tensor<2>, att: &Param<Tensor<2>>) -> Tensor<2> {
+        let [n, _] = z.dims();
+        let z3 = z.reshape([n, self.heads, self.channels]);
+        (z3 * att.val().unsqueeze_dim::<3>(0)).sum_dim(2).reshape([n, self.heads])
+    }
+
+    /// Attention coefficients α over the self-looped edges
+    /// ([`GraphTensors::edges_with_self_loops`] order): `[E + N, heads]`, summing to 1 over
+    /// the edges into each node. With `rng` (training) attention dropout is applied.
+    pub fn attention(&self, z: Tensor<2>, graph: &GraphTensors, rng: Option<&mut Rng>) -> Tensor<2> {
+        let edges = graph.edges_with_self_loops();
+        let a_src = self.node_scores(z.clone(), &self.att_src);
+        let a_dst = self.node_scores(z, &self.att_dst);
+        let logits = leaky_relu(edges.gather_src(a_src) + edges.gather_dst(a_dst), self.negative_slope);
+        let shift = edges.gather_dst(edges.scatter_max(logits.clone()));
+        let weights = (logits - shift).exp();
+        let denominators = edges.gather_dst(edges.scatter_add(weights.clone()));
+        dropout(weights / denominators, self.attention_dropout, rng)
+    }
+
+    /// Attention-weighted sum of transformed neighbours, heads combined, plus bias.
+    pub fn aggregate(&self, z: Tensor<2>, graph: &GraphTensors, rng: Option<&mut Rng>) -> Tensor<2> {
+        let edges = graph.edges_with_self_loops();
+        let [n, _] = z.dims();
+        let (h, c) = (self.heads, self.channels);
+        let alpha = self.attention(z.clone(), graph, rng);
+        let messages = edges.gather_src(z);
+        let e = messages.dims()[0];
+        let messages = (messages.reshape([e, h, c]) * alpha.reshape([e, h, 1])).reshape([e, h * c]);
+        let out = edges.scatter_add(messages);
+        let out = if self.concat { out } else { out.reshape([n, h, c]).mean_dim(1).reshape([n, c]) };
+        out + self.bias.val().unsqueeze_dim(0)
+    }
+
+    pub fn forward(&self, x: &NodeInput, graph: &GraphTensors, rng: Option<&mut Rng>) -> Tensor<2> {
+        self.aggregate(self.transform(x), graph, rng)
+    }
+}

@@ -1,0 +1,122 @@
+//! A [`Graph`] moved onto a device once: directed edge index tensors (with and without
+//! self loops) and the per-edge weights of each normalisation, so that every forward
+//! pass only gathers and scatters.
+
+use burn::tensor::{Tensor, TensorCreationOptions};
+
+use super::propagate::{Edges, Strategy, column};
+use crate::data::graph::Graph;
+use crate::error::{Error, Result};
+
+/// How the messages into a node are weighted before summing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Norm {
+    /// Plain sum over neighbours.
+    Sum,
+    /// Mean over neighbours, 1/deg(v); a node without neighbours receives 0
+    /// (PyG's `mean` aggregation, used by SAGEConv).
+    Mean,
+    /// GCN: self loops added, weight 1/sqrt(d̂_u·d̂_v) with d̂ = deg + 1 (PyG `gcn_norm`).
+    Gcn,
+    /// Symmetric normalisation without self loops, 1/sqrt(d_u·d_v); an isolated node
+    /// receives 0 (PyG `gcn_norm(add_self_loops=False)`, LPGNN's KProp).
+    Sym,
+}
+
+/// Device-side edge lists and normalisation weights of one graph.
+///
+/// Edges are `u → v` for every neighbour `u` of `v`, grouped by target `v` (the CSR row
+/// order), so both directions of every undirected edge are present. The self-looped set
+/// is the same list followed by `v → v` for every node.
+#[derive(Debug, Clone)]
+pub struct GraphTensors {
+    num_nodes: usize,
+    edges: Edges,
+    looped: Edges,
+    mean_w: Tensor<2>,
+    sym_w: Tensor<2>,
+    gcn_w: Tensor<2>,
+}
+
+impl GraphTensors {
+    /// Build on the device (and float dtype) given by `options`, e.g. `&device` or
+    /// `(&device, DType::F64)`. Use the model's float dtype. Build on the plain
+    /// (non-autodiff) device: the same tensors then serve a training model on
+    /// `device.autodiff()` (an operation with any autodiff operand runs with autodiff)
+    /// and an evaluation model without autodiff overhead.
+    pub fn new(graph: &Graph, options: impl Into<TensorCreationOptions>) -> Result<GraphTensors> {
+        let options = options.into();
+        let n = graph.num_nodes();
+        if n == 0 {
+            return Err(Error::param("graph", "a model needs at least one node"));
+        }
+        let deg: Vec<f64> = graph.degrees().into_iter().map(|d| d as f64).collect();
+        let (mut src, mut dst) = (Vec::new(), Vec::new());
+        let (mut mean_w, mut sym_w, mut gcn_w) = (Vec::new(), Vec::new(), Vec::new());
+        for v in 0..n {
+            for &u in graph.neighbors(v) {
+                let u_ = u as usize;
+                src.push(u);
+                dst.push(v as u32);
+                // Both degrees are ≥ 1 here: u and v share this edge.
+                mean_w.push(1.0 / deg[v]);
+                sym_w.push(1.0 / (deg[u_] * deg[v]).sqrt());
+                gcn_w.push(1.0 / ((deg[u_] + 1.0) * (deg[v] + 1.0)).sqrt());
+            }
+        }
+        let edges = Edges::new(&src, &dst, n, &options);
+        for v in 0..n {
+            src.push(v as u32);
+            dst.push(v as u32);
+            gcn_w.push(1.0 / (deg[v] + 1.0));
+        }
+        let looped = Edges::new(&src, &dst, n, &options);
+        Ok(GraphTensors {
+            num_nodes: n,
+            edges,
+            looped,
+            mean_w: column(&mean_w, &options),
+            sym_w: column(&sym_w, &options),
+            gcn_w: column(&gcn_w, &options),
+        })
+    }
+
+    pub fn num_nodes(&self) -> usize {
+        self.num_nodes
+    }
+
+    /// Override the gather/scatter ops chosen for the device (see [`Strategy`]).
+    pub fn with_strategy(mut self, strategy: Strategy) -> GraphTensors {
+        self.edges = self.edges.with_strategy(strategy);
+        self.looped = self.looped.with_strategy(strategy);
+        self
+    }
+
+    /// Neighbour edges (both directions of every undirected edge, no self loops).
+    pub fn edges(&self) -> &Edges {
+        &self.edges
+    }
+
+    /// Neighbour edges followed by one self loop per node (GCN, GAT).
+    pub fn edges_with_self_loops(&self) -> &Edges {
+        &self.looped
+    }
+
+    /// Per-edge weights (`[E, 1]`) of `norm` over the edge set it uses; `None` for `Sum`.
+    pub fn weights(&self, norm: Norm) -> Option<&Tensor<2>> {
+        match norm {
+            Norm::Sum => None,
+            Norm::Mean => Some(&self.mean_w),
+            Norm::Sym => Some(&self.sym_w),
+            Norm::Gcn => Some(&self.gcn_w),
+        }
+    }
+
+    /// `out[v] = Σ_{u→v} w_uv · x[u]` with the weights of `norm` (`x`: `[N, F]`).
+    pub fn propagate(&self, x: Tensor<2>, norm: Norm) -> Tensor<2> {
+        let [n, _] = x.dims();
+        assert_eq!(n, self.num_nodes, "propagate: input has {n} rows for a graph of {} nodes", self.num_nodes);
+        let edges = if norm == Norm::Gcn { &self.looped } else { &self.edges };
+        edges.propagate(x, self.weights(norm))
+    }
+}

@@ -1,0 +1,36 @@
+//! GNN models on Burn: GCN, GraphSAGE, GAT, KProp and a node classifier with an optional
+//! fully connected head.
+//!
+//! Everything is message passing on edge lists (PyG style): a [`GraphTensors`] holds a
+//! graph's directed edges and normalisation weights on a device, and every layer moves
+//! rows with the one gather/scatter-add primitive in [`propagate`]. No N×N matrix is
+//! ever built, and the same code runs on every Burn device (CPU or GPU) — Burn 0.22
+//! tensors carry their backend in their `Device`, not in a type parameter.
+//!
+//! Randomness (initial weights, dropout masks) comes from explicit host RNGs, never
+//! from a device's global generator; see `init.rs` and `dropout.rs`.
+
+pub mod classifier;
+pub mod config;
+pub mod dropout;
+pub mod gat;
+pub mod gcn;
+pub mod graph_tensors;
+pub mod init;
+pub mod input;
+pub mod kprop;
+pub mod propagate;
+pub mod sage;
+
+#[cfg(test)]
+mod tests;
+
+pub use classifier::{Conv, NodeClassifier, Output};
+pub use config::{Activation, Arch, ModelConfig};
+pub use gat::GatConv;
+pub use gcn::GcnConv;
+pub use graph_tensors::{GraphTensors, Norm};
+pub use input::{InputLayout, NodeInput};
+pub use kprop::{KProp, kprop};
+pub use propagate::{Edges, Strategy};
+pub use sage::SageConv;

@@ -1,0 +1,56 @@
+//! GraphSAGE layer (PyG `SAGEConv`, mean aggregation, `root_weight=True`,
+//! `normalize=False`): out_v = W_root·x_v + W_nbr·mean_{u∈N(v)} x_u + b.
+//!
+//! Computed as X·[W_root | W_nbr] followed by a mean over neighbours of the second half:
+//! the mean is linear, so mean(X)·W_nbr = mean(X·W_nbr), and aggregating the narrow
+//! transformed rows is cheaper than aggregating raw features.
+
+use burn::module::{Module, Param};
+use burn::tensor::Tensor;
+
+use super::graph_tensors::{GraphTensors, Norm};
+use super::init::Init;
+use super::input::NodeInput;
+
+#[derive(Module, Debug)]
+pub struct SageConv {
+    /// `[in, out]` applied to the node itself (PyG `lin_r`).
+    pub w_root: Param<Tensor<2>>,
+    /// `[in, out]` applied to the neighbour mean (PyG `lin_l`).
+    pub w_nbr: Param<Tensor<2>>,
+    /// `[out]` (PyG `lin_l.bias`).
+    pub bias: Param<Tensor<1>>,
+}
+
+impl SageConv {
+    /// PyG initialises both linear maps like torch's `nn.Linear` (uniform ±1/sqrt(in)),
+    /// bias included; so does this.
+    pub fn new(d_in: usize, d_out: usize, init: &mut Init) -> SageConv {
+        SageConv {
+            w_root: init.torch_linear([d_in, d_out], d_in),
+            w_nbr: init.torch_linear([d_in, d_out], d_in),
+            bias: init.torch_linear([d_out], d_in),
+        }
+    }
+
+    pub fn d_out(&self) -> usize {
+        self.w_root.shape().dims::<2>()[1]
+    }
+
+    /// X·[W_root | W_nbr]: `[N, 2·out]`.
+    pub fn transform(&self, x: &NodeInput) -> Tensor<2> {
+        x.matmul(Tensor::cat(vec![self.w_root.val(), self.w_nbr.val()], 1))
+    }
+
+    /// h_root + mean_nbr(h_nbr) + b.
+    pub fn aggregate(&self, h: Tensor<2>, graph: &GraphTensors) -> Tensor<2> {
+        let out = self.d_out();
+        let root = h.clone().narrow(1, 0, out);
+        let nbr = h.narrow(1, out, out);
+        root + graph.propagate(nbr, Norm::Mean) + self.bias.val().unsqueeze_dim(0)
+    }
+
+    pub fn forward(&self, x: &NodeInput, graph: &GraphTensors) -> Tensor<2> {
+        self.aggregate(self.transform(x), graph)
+    }
+}

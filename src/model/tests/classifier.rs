@@ -1,0 +1,163 @@
+//! The node classifier: configuration, shapes, head observability, gradients reaching
+//! every layer, and bit-identical repeat runs (including across rayon thread counts).
+
+use burn::tensor::{Tensor, TensorCreationOptions};
+
+use super::support::*;
+use crate::model::config::{Arch, ModelConfig};
+use crate::model::graph_tensors::GraphTensors;
+use crate::model::input::{InputLayout, NodeInput};
+use crate::model::{Conv, NodeClassifier};
+use crate::rng;
+
+fn parse(yaml: &str) -> Result<ModelConfig, serde_yaml::Error> {
+    serde_yaml::from_str(yaml)
+}
+
+#[test]
+fn config_defaults_parse_and_validate() {
+    let c = parse("{}").unwrap();
+    assert_eq!(c, ModelConfig::default());
+    assert_eq!((c.arch, c.layers, c.hidden, c.heads, c.dropout, c.kprop_steps, c.head), (Arch::Gcn, 2, 16, 8, 0.5, 0, false));
+    let c = parse("arch: gat\nlayers: 3\nactivation: selu\nhead: true\nkprop_steps: 4").unwrap();
+    assert_eq!((c.arch, c.layers, c.head, c.kprop_steps), (Arch::Gat, 3, true, 4));
+    c.validate().unwrap();
+    assert!(parse("arch: gin").unwrap_err().to_string().contains("gcn"));
+    assert!(parse("layer: 2").unwrap_err().to_string().contains("layer"));
+}
+
+#[test]
+fn config_validation_names_the_field() {
+    let bad = ModelConfig { layers: 4, ..ModelConfig::default() };
+    let msg = bad.validate().unwrap_err().to_string();
+    assert!(msg.contains("model.layers") && msg.contains("1..=3"), "{msg}");
+    let bad = ModelConfig { dropout: 1.0, ..ModelConfig::default() };
+    assert!(bad.validate().unwrap_err().to_string().contains("model.dropout"));
+    assert!(ModelConfig::default().init(0, 3, 1, &cpu()).is_err());
+    assert!(ModelConfig { hidden: 0, ..ModelConfig::default() }.init(4, 3, 1, &cpu()).is_err());
+}
+
+fn setup(options: TensorCreationOptions) -> (GraphTensors, NodeInput) {
+    let g = GraphTensors::new(&tiny_graph(), options.clone()).unwrap();
+    let x = NodeInput::with_layout(&sparse_features(1, 6, 10, 0.4), InputLayout::Sparse, options);
+    (g, x)
+}
+
+#[test]
+fn every_architecture_depth_and_head_gives_the_right_shapes() {
+    let (g, x) = setup(f64_cpu());
+    for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+        for layers in 1..=3 {
+            for head in [false, true] {
+                let c = ModelConfig { arch, layers, head, hidden: 5, heads: 3, kprop_steps: 2, ..ModelConfig::default() };
+                let m = c.init(10, 4, 7, f64_cpu()).unwrap();
+                assert_eq!(m.convs.len(), layers);
+                let out = m.forward(&x, &g);
+                assert_eq!(out.logits.dims(), [6, 4], "{arch:?} {layers} head={head}");
+                assert_eq!(out.head_input.map(|h| h.dims()), head.then_some([6, 5]));
+                if let (Arch::Gat, true) = (arch, layers > 1) {
+                    assert_eq!(m.convs[0].d_out(), 15, "hidden GAT layers concatenate heads");
+                }
+                assert!(values(out.logits).iter().all(|v| v.is_finite()));
+            }
+        }
+    }
+}
+
+#[test]
+fn head_logits_are_the_linear_map_of_head_input() {
+    let (g, x) = setup(f64_cpu());
+    let m = ModelConfig { head: true, ..ModelConfig::default() }.init(10, 3, 1, f64_cpu()).unwrap();
+    let out = m.forward(&x, &g);
+    let head = m.head.as_ref().unwrap();
+    let again = head.forward(out.head_input.unwrap());
+    assert_close(&values(out.logits), &values(again), 1e-12, "head");
+}
+
+#[test]
+fn gradients_reach_every_layer() {
+    let (g, x) = setup(f64_ad());
+    for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+        let c = ModelConfig { arch, layers: 3, head: true, heads: 2, dropout: 0.0, ..ModelConfig::default() };
+        let m = c.init(10, 3, 5, f64_ad()).unwrap();
+        let grads = loss(m.forward(&x, &g).logits).backward();
+        let first = match &m.convs[0] {
+            Conv::Gcn(c) => c.weight.val(),
+            Conv::Sage(c) => c.w_nbr.val(),
+            Conv::Gat(c) => c.att_src.val(),
+        };
+        let g_first = values(first.grad(&grads).expect("first layer gradient"));
+        assert!(g_first.iter().any(|v| *v != 0.0), "{arch:?}");
+        let head = m.head.as_ref().unwrap();
+        assert!(head.weight.val().grad(&grads).is_some(), "{arch:?} head");
+    }
+}
+
+/// Raw bits of every logit (f32 default dtype), for exact comparison.
+fn bits(t: Tensor<2>) -> Vec<u64> {
+    values(t).into_iter().map(f64::to_bits).collect()
+}
+
+fn logits_of(model: &NodeClassifier, x: &NodeInput, g: &GraphTensors, train_seed: Option<u64>) -> Vec<u64> {
+    match train_seed {
+        None => bits(model.forward(x, g).logits),
+        Some(s) => bits(model.forward_train(x, g, &mut rng::derive(s, "dropout", &[])).logits),
+    }
+}
+
+#[test]
+fn forward_passes_are_bit_identical_across_runs_and_thread_counts() {
+    // Default (f32) dtype: the precision the simulator trains in.
+    let device = cpu();
+    let f = sparse_features(2, 300, 50, 0.05);
+    let (graph, _) = crate::data::graph::Graph::from_edges(
+        300,
+        (0..900).map(|i| ((i * 7919) % 300, (i * 104_729 + 13) % 300)),
+        "test",
+    )
+    .unwrap();
+    let g = GraphTensors::new(&graph, &device).unwrap();
+    for layout in [InputLayout::Dense, InputLayout::Sparse] {
+        let x = NodeInput::with_layout(&f, layout, &device);
+        for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+            let c = ModelConfig { arch, head: true, kprop_steps: 2, heads: 4, attention_dropout: 0.3, ..ModelConfig::default() };
+            let run = |threads: usize, train: Option<u64>| {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                pool.install(|| logits_of(&c.init(50, 5, 42, &device).unwrap(), &x, &g, train))
+            };
+            for train in [None, Some(3)] {
+                let reference = run(1, train);
+                assert_eq!(reference, run(1, train), "{arch:?} {layout:?} repeat");
+                assert_eq!(reference, run(4, train), "{arch:?} {layout:?} 1 vs 4 threads");
+            }
+            assert_ne!(run(1, Some(3)), run(1, Some(4)), "dropout seeds differ");
+            let other = logits_of(&c.init(50, 5, 43, &device).unwrap(), &x, &g, None);
+            assert_ne!(run(1, None), other, "init seeds differ");
+        }
+    }
+}
+
+#[test]
+fn gradients_are_bit_identical_across_runs() {
+    let device = cpu().autodiff();
+    let (g, x) = setup(TensorCreationOptions::new(device.clone()));
+    let grad_bits = || {
+        let m = ModelConfig { arch: Arch::Gat, heads: 2, head: true, ..ModelConfig::default() }.init(10, 3, 9, &device).unwrap();
+        let out = m.forward_train(&x, &g, &mut rng::derive(1, "dropout", &[]));
+        let grads = loss(out.logits).backward();
+        let Conv::Gat(first) = &m.convs[0] else { unreachable!() };
+        bits(first.weight.val().grad(&grads).unwrap())
+    };
+    assert_eq!(grad_bits(), grad_bits());
+}
+
+#[test]
+fn dense_and_sparse_input_give_the_same_model_output() {
+    let g = GraphTensors::new(&tiny_graph(), f64_cpu()).unwrap();
+    let f = sparse_features(5, 6, 10, 0.3);
+    for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+        let m = ModelConfig { arch, kprop_steps: 2, head: true, ..ModelConfig::default() }.init(10, 3, 2, f64_cpu()).unwrap();
+        let run = |layout| values(m.forward(&NodeInput::with_layout(&f, layout, f64_cpu()), &g).logits);
+        assert_close(&run(InputLayout::Sparse), &run(InputLayout::Dense), 1e-12, &format!("{arch:?}"));
+    }
+}

@@ -1,0 +1,59 @@
+//! The same model on the wgpu device and on the CPU: forward values and first-layer
+//! gradients agree to f32 round-off (relative 1e-4). Needs a wgpu adapter: a GPU or
+//! Mesa's software Vulkan driver (lavapipe, installed by `.ci/run`). Without one the
+//! test is skipped with a printed reason, except under `CI=true`, where it fails.
+//!
+//! Scatter-add on GPU backends accumulates with atomics in no fixed order, so GPU
+//! results are not bit-reproducible; only the CPU backend is.
+
+use burn::tensor::{Device, TensorCreationOptions};
+
+use super::support::*;
+use crate::model::config::{Arch, ModelConfig};
+use crate::model::graph_tensors::GraphTensors;
+use crate::model::input::{InputLayout, NodeInput};
+use crate::model::Conv;
+use crate::model::propagate::Strategy;
+
+fn run(device: &Device, arch: Arch, layout: InputLayout, strategy: Strategy) -> (Vec<f64>, Vec<f64>) {
+    let plain = TensorCreationOptions::new(device.clone());
+    let g = GraphTensors::new(&tiny_graph(), plain.clone()).unwrap().with_strategy(strategy);
+    let x = NodeInput::with_layout(&sparse_features(3, 6, 20, 0.3), layout, plain).with_strategy(strategy);
+    let c = ModelConfig { arch, heads: 4, kprop_steps: 2, head: true, dropout: 0.0, ..ModelConfig::default() };
+    let m = c.init(20, 3, 11, &device.clone().autodiff()).unwrap();
+    let logits = m.forward(&x, &g).logits;
+    let grads = loss(logits.clone()).backward();
+    let w = match &m.convs[0] {
+        Conv::Gcn(c) => c.weight.val(),
+        Conv::Sage(c) => c.w_nbr.val(),
+        Conv::Gat(c) => c.att_dst.val(),
+    };
+    (values(logits), values(w.grad(&grads).unwrap()))
+}
+
+#[test]
+fn wgpu_matches_cpu() {
+    let gpu = match crate::backend::device(crate::scenario::Backend::Wgpu) {
+        Ok(d) => d,
+        Err(e) => {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true needs a wgpu adapter: {e}");
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    assert_eq!(Strategy::for_device(&gpu), Strategy::Elements);
+    for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+        for layout in [InputLayout::Dense, InputLayout::Sparse] {
+            let (cpu_out, cpu_grad) = run(&cpu(), arch, layout, Strategy::Rows);
+            for strategy in [Strategy::Rows, Strategy::Elements] {
+                let (gpu_out, gpu_grad) = run(&gpu, arch, layout, strategy);
+                for (what, a, b) in [("logits", &cpu_out, &gpu_out), ("gradient", &cpu_grad, &gpu_grad)] {
+                    let scale = a.iter().fold(1e-3f64, |m, v| m.max(v.abs()));
+                    let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale;
+                    println!("{arch:?} {layout:?} {strategy:?} {what}: max relative difference {worst:e}");
+                    assert!(worst < 1e-4, "{arch:?} {layout:?} {strategy:?} {what}: {worst:e}");
+                }
+            }
+        }
+    }
+}
