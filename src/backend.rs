@@ -36,3 +36,16 @@ pub fn device(backend: Backend) -> Result<Device> {
 pub fn parallel_clients(backend: Backend) -> bool {
     backend == Backend::Cpu
 }
+
+/// Run `f` on a rayon pool of `threads` workers (`None`: the global pool, one worker
+/// per core). Results never depend on the count; only speed does.
+pub fn with_threads<T: Send>(threads: Option<usize>, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    match threads {
+        None => f(),
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build()
+            .map_err(|e| Error::param("--threads", e.to_string()))?
+            .install(f),
+    }
+}

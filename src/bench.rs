@@ -101,9 +101,10 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
             let one_epoch = TrainConfig { epochs: 1, ..TrainConfig::default() };
             let mut times = Vec::new();
             let mut rng = crate::rng::derive(0, "bench", &[]);
+            let mut optim = train::optimizer(&one_epoch);
             for _ in 0..epochs.max(2) {
                 let t = Instant::now();
-                let (m, stats) = train::train_local(model, &tensors, &one_epoch, &CrossEntropy, &mut rng);
+                let (m, stats) = train::train_local(model, &tensors, &one_epoch, &CrossEntropy, &mut optim, &mut rng);
                 std::hint::black_box(stats);
                 model = m;
                 times.push(t.elapsed().as_secs_f64() * 1e3);

@@ -146,6 +146,15 @@ enum BackendArg {
     Wgpu,
 }
 
+impl From<BackendArg> for Backend {
+    fn from(b: BackendArg) -> Backend {
+        match b {
+            BackendArg::Cpu => Backend::Cpu,
+            BackendArg::Wgpu => Backend::Wgpu,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum MethodArg {
     Louvain,
@@ -186,7 +195,7 @@ fn dispatch(command: Command) -> Result<()> {
                 set.push(format!("seed={s}"));
             }
             if let Some(b) = backend {
-                set.push(format!("backend={}", if matches!(b, BackendArg::Wgpu) { "wgpu" } else { "cpu" }));
+                set.push(format!("backend={}", serde_yaml::to_string(&Backend::from(b)).expect("yaml").trim()));
             }
             let scenario = Scenario::load(&file, &set)?;
             let opts = RunOptions { data_dir: data_dir(&data), out, force, quiet, threads };
@@ -211,16 +220,8 @@ fn dispatch(command: Command) -> Result<()> {
         }
         Command::Bench { what: BenchWhat::Data { data, reps } } => crate::bench::data(data_dir(&data).as_deref(), reps),
         Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads } } => {
-            let backend = if matches!(backend, BackendArg::Wgpu) { Backend::Wgpu } else { Backend::Cpu };
-            let go = || crate::bench::train(data_dir(&data).as_deref(), backend, epochs, rounds);
-            match threads {
-                None => go(),
-                Some(n) => rayon::ThreadPoolBuilder::new()
-                    .num_threads(n.max(1))
-                    .build()
-                    .map_err(|e| Error::param("--threads", e.to_string()))?
-                    .install(go),
-            }
+            let dir = data_dir(&data);
+            crate::backend::with_threads(threads, || crate::bench::train(dir.as_deref(), backend.into(), epochs, rounds))
         }
     }
 }

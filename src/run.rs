@@ -117,15 +117,7 @@ pub fn train(scenario: &Scenario, prepared: &Prepared, opts: &RunOptions) -> Res
         parallel: backend::parallel_clients(scenario.backend),
         progress: !opts.quiet && std::io::stderr().is_terminal(),
     };
-    let go = || fed::run(prepared, &cfg, &device, &mut FedAvg, &Identity);
-    match opts.threads {
-        None => go(),
-        Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build()
-            .map_err(|e| Error::param("--threads", e.to_string()))?
-            .install(go),
-    }
+    backend::with_threads(opts.threads, || fed::run(prepared, &cfg, &device, &mut FedAvg, &Identity))
 }
 
 /// The partition section of `metrics.json` and of `fgl-sim partition --json`.

@@ -119,11 +119,23 @@ pub struct TrainConfig {
     pub epochs: usize,
     /// Keep, per client and round, the epoch with the lowest validation loss.
     pub select_best_val: bool,
+    /// Keep each client's optimizer state (momentum, Adam moments) from one round to
+    /// the next instead of starting fresh; with one client (centralized) this is plain
+    /// uninterrupted training.
+    pub keep_optimizer_state: bool,
 }
 
 impl Default for TrainConfig {
     fn default() -> Self {
-        TrainConfig { optimizer: OptimizerKind::Sgd, lr: 0.1, momentum: 0.0, weight_decay: 5e-4, epochs: 5, select_best_val: false }
+        TrainConfig {
+            optimizer: OptimizerKind::Sgd,
+            lr: 0.1,
+            momentum: 0.0,
+            weight_decay: 5e-4,
+            epochs: 5,
+            select_best_val: false,
+            keep_optimizer_state: false,
+        }
     }
 }
 

@@ -10,7 +10,10 @@ pub mod params;
 pub mod strategy;
 pub mod transform;
 
+use std::sync::Mutex;
 use std::time::Instant;
+
+use burn::optim::ModuleOptimizer;
 
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
@@ -68,11 +71,13 @@ pub struct FedResult {
     pub round_seconds: Vec<f64>,
 }
 
-/// One client's state: its (transformed) host data, device tensors and FedAvg weight.
+/// One client's state: its device tensors, FedAvg weight, and (when kept between
+/// rounds) its optimizer.
 struct ClientState {
     id: usize,
     tensors: ClientTensors,
     weight: usize,
+    optimizer: Mutex<Option<ModuleOptimizer>>,
 }
 
 /// Run FedAvg as configured. `strategy` is the server; `transform` every client's
@@ -98,7 +103,7 @@ pub fn run(
             Weighting::Train => local.count(Role::Train),
             Weighting::All => local.graph.num_nodes(),
         };
-        states.push(ClientState { id: client.id, tensors: ClientTensors::new(&local, device)?, weight });
+        states.push(ClientState { id: client.id, tensors: ClientTensors::new(&local, device)?, weight, optimizer: Mutex::new(None) });
     }
     if states.iter().all(|s| s.weight == 0 || s.tensors.train.len == 0) {
         return Err(Error::param("split", "no client has training nodes; nothing can be trained"));
@@ -123,7 +128,15 @@ pub fn run(
             let s: &ClientState = &states[i];
             let model = sent[k].load_into(template.clone());
             let mut r = rng::derive(cfg.seed, "local-training", &[s.id as u64, round as u64]);
-            let (model, stats) = transform.train_local(model, &s.tensors, cfg.train, loss, &mut r);
+            let mut slot = s.optimizer.lock().expect("one trainer per client");
+            let mut optim = match slot.take() {
+                Some(o) if cfg.train.keep_optimizer_state => o,
+                _ => train::optimizer(cfg.train),
+            };
+            let (model, stats) = transform.train_local(model, &s.tensors, cfg.train, loss, &mut optim, &mut r);
+            if cfg.train.keep_optimizer_state {
+                *slot = Some(optim);
+            }
             (ModelParams::of(&model), stats)
         };
         let outcomes: Vec<_> = if cfg.parallel {

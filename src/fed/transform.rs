@@ -3,6 +3,8 @@
 //! replaces the step). Defenses implement [`ClientTransform`]; the identity is the
 //! default.
 
+use burn::optim::ModuleOptimizer;
+
 use crate::error::Result;
 use crate::model::NodeClassifier;
 use crate::rng::Rng;
@@ -25,9 +27,10 @@ pub trait ClientTransform: Send + Sync {
         data: &ClientTensors,
         cfg: &TrainConfig,
         loss: &dyn Loss,
+        optim: &mut ModuleOptimizer,
         rng: &mut Rng,
     ) -> (NodeClassifier, LocalStats) {
-        train::train_local(model, data, cfg, loss, rng)
+        train::train_local(model, data, cfg, loss, optim, rng)
     }
 }
 

@@ -136,16 +136,7 @@ mod tests {
     #[test]
     fn fluid_finds_k_nonempty_connected_communities_on_a_ring_of_cliques() {
         let (k, s) = (6usize, 8usize);
-        let mut e = Vec::new();
-        for c in 0..k {
-            for a in 0..s {
-                for b in a + 1..s {
-                    e.push((c * s + a, c * s + b));
-                }
-            }
-            e.push((c * s + s - 1, ((c + 1) % k) * s));
-        }
-        let g = Graph::from_edges(k * s, e, "t").unwrap().0;
+        let g = Graph::from_edges(k * s, crate::partition::ring_of_cliques_edges(k, s), "t").unwrap().0;
         for seed in 0..5 {
             let c = fluid(&g, k, 100, &mut rng::derive(seed, "fluid", &[]));
             let sz = sizes(&c, k);

@@ -274,16 +274,7 @@ mod tests {
 
     /// `k` cliques of size `s`, clique i joined to clique i+1 (mod k) by one edge.
     fn ring_of_cliques(k: usize, s: usize) -> Graph {
-        let mut e = Vec::new();
-        for c in 0..k {
-            for a in 0..s {
-                for b in a + 1..s {
-                    e.push((c * s + a, c * s + b));
-                }
-            }
-            e.push((c * s + s - 1, ((c + 1) % k) * s));
-        }
-        graph(k * s, &e)
+        graph(k * s, &crate::partition::ring_of_cliques_edges(k, s))
     }
 
     fn random_graph(n: usize, m: usize, seed: u64) -> Graph {

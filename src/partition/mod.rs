@@ -288,16 +288,7 @@ mod tests {
     /// `k` cliques of `s` nodes in a ring (one edge between neighbouring cliques),
     /// labelled by clique mod `classes`.
     fn ring_of_cliques(k: usize, s: usize, classes: usize) -> Dataset {
-        let mut e = Vec::new();
-        for c in 0..k {
-            for a in 0..s {
-                for b in a + 1..s {
-                    e.push((c * s + a, c * s + b));
-                }
-            }
-            e.push((c * s + s - 1, ((c + 1) % k) * s));
-        }
-        let g = Graph::from_edges(k * s, e, "test").unwrap().0;
+        let g = Graph::from_edges(k * s, ring_of_cliques_edges(k, s), "test").unwrap().0;
         let labels = (0..k * s).map(|v| Some(((v / s) % classes) as u32)).collect();
         dataset(g, labels, classes)
     }
@@ -579,4 +570,20 @@ mod tests {
         assert_eq!(total, vec![10, 10, 10]);
         assert!(serde_json::to_string(&rep[0]).unwrap().contains("\"label_distribution\""));
     }
+}
+
+/// Edges of `k` cliques of `s` nodes in a ring, clique i joined to clique i+1 (mod k)
+/// by one edge: a graph with known communities for the partitioners' tests.
+#[cfg(test)]
+pub(crate) fn ring_of_cliques_edges(k: usize, s: usize) -> Vec<(usize, usize)> {
+    let mut e = Vec::new();
+    for c in 0..k {
+        for a in 0..s {
+            for b in a + 1..s {
+                e.push((c * s + a, c * s + b));
+            }
+        }
+        e.push((c * s + s - 1, ((c + 1) % k) * s));
+    }
+    e
 }

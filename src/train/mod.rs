@@ -181,7 +181,8 @@ pub struct LocalStats {
     pub selected_epoch: Option<usize>,
 }
 
-fn optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
+/// A fresh optimizer as `cfg` describes it.
+pub fn optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
     let wd = (cfg.weight_decay > 0.0).then(|| WeightDecayConfig::new(cfg.weight_decay as f32));
     match cfg.optimizer {
         OptimizerKind::Sgd => {
@@ -196,16 +197,17 @@ fn optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
 }
 
 /// `cfg.epochs` full-batch epochs on `data` starting from `model` (which must live on an
-/// autodiff device). Dropout masks come from `rng`. With `cfg.select_best_val`, the model
-/// of the epoch with the lowest validation loss is returned.
+/// autodiff device), stepping `optim`. Dropout masks come from `rng`. With
+/// `cfg.select_best_val`, the model of the epoch with the lowest validation loss is
+/// returned.
 pub fn train_local(
     mut model: NodeClassifier,
     data: &ClientTensors,
     cfg: &TrainConfig,
     loss_fn: &dyn Loss,
+    optim: &mut ModuleOptimizer,
     rng: &mut Rng,
 ) -> (NodeClassifier, LocalStats) {
-    let mut optim = optimizer(cfg);
     let mut stats = LocalStats::default();
     let mut best: Option<(f64, NodeClassifier)> = None;
     for epoch in 0..cfg.epochs {
