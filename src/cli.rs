@@ -143,6 +143,7 @@ enum BenchWhat {
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum BackendArg {
     Cpu,
+    Ndarray,
     Wgpu,
 }
 
@@ -150,6 +151,7 @@ impl From<BackendArg> for Backend {
     fn from(b: BackendArg) -> Backend {
         match b {
             BackendArg::Cpu => Backend::Cpu,
+            BackendArg::Ndarray => Backend::Ndarray,
             BackendArg::Wgpu => Backend::Wgpu,
         }
     }

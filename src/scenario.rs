@@ -169,8 +169,12 @@ impl Default for FederationConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
+    /// burn-flex on the CPU.
     #[default]
     Cpu,
+    /// burn-ndarray on the CPU (slower; deprecated upstream).
+    Ndarray,
+    /// burn-wgpu: a GPU, or Mesa's software Vulkan driver.
     Wgpu,
 }
 

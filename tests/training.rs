@@ -109,28 +109,38 @@ fn a_strategy_can_clip_the_broadcast_and_restore_the_global_model() {
     assert_eq!(st.log[..6], ["broadcast r1 c0", "broadcast r1 c1", "broadcast r1 c2", "broadcast r1 c3", "broadcast r1 c4", "aggregate r1"]);
 }
 
-/// wgpu (in CI: Mesa's software Vulkan driver) against the CPU on the quickstart.
-/// Tolerance: the same test accuracy within 0.01 every round, and losses within 1e-3
-/// relative — float sums run in a different order on the GPU (atomic adds).
-#[test]
-fn wgpu_matches_cpu() {
+/// `other` against the default CPU backend (burn-flex) on the quickstart. Tolerance:
+/// the same test accuracy within 0.01 every round, and losses within 1e-3 relative —
+/// float sums run in another order there (GPU atomic adds, other gemm kernels).
+fn matches_cpu(other: Backend) {
     let cpu = scenario("scenarios/quickstart.yaml", &["federation.rounds=5"]);
-    let mut gpu = cpu.clone();
-    gpu.backend = Backend::Wgpu;
-    if let Err(e) = fgl_sim::backend::device(Backend::Wgpu) {
+    let mut alt = cpu.clone();
+    alt.backend = other;
+    if let Err(e) = fgl_sim::backend::device(other) {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true needs a wgpu adapter: {e}");
         eprintln!("skipping: {e}");
         return;
     }
     let p = run::prepare(&cpu, None).unwrap();
     let a = federate(&cpu, &p, &mut fed::FedAvg, 2);
-    let b = federate(&gpu, &p, &mut fed::FedAvg, 2);
+    let b = federate(&alt, &p, &mut fed::FedAvg, 2);
     for (x, y) in a.rounds.iter().zip(&b.rounds) {
         assert!((x.test_accuracy - y.test_accuracy).abs() <= 0.01, "round {}: {} vs {}", x.round, x.test_accuracy, y.test_accuracy);
         for (u, v) in [(x.test_loss, y.test_loss), (x.train_loss, y.train_loss)] {
             assert!((u - v).abs() <= 1e-3 * u.abs().max(1.0), "round {}: {u} vs {v}", x.round);
         }
     }
+}
+
+/// In CI the adapter is Mesa's software Vulkan driver (lavapipe).
+#[test]
+fn wgpu_matches_cpu() {
+    matches_cpu(Backend::Wgpu);
+}
+
+#[test]
+fn ndarray_matches_cpu() {
+    matches_cpu(Backend::Ndarray);
 }
 
 /// The Cora targets of Foundation 2/2 (seed 0; the note reports seeds 0–4).

@@ -129,8 +129,7 @@ mod tests {
 
     #[test]
     fn params_round_trip_through_a_model() {
-        #[allow(deprecated)]
-        let device = burn::tensor::Device::ndarray().autodiff();
+        let device = burn::tensor::Device::flex().autodiff();
         let cfg = ModelConfig { arch: crate::model::Arch::Gat, head: true, ..Default::default() };
         let a = cfg.init(5, 3, 1, &device).unwrap();
         let b = cfg.init(5, 3, 2, &device).unwrap();

@@ -9,11 +9,9 @@ use crate::data::features::{CsrMatrix, Features};
 use crate::data::graph::Graph;
 use crate::rng;
 
-/// The CPU device the tests run on. (`Device::ndarray` is deprecated in Burn 0.22 in
-/// favour of `Device::flex`; the crate depends on burn-ndarray, so the tests use it.)
-#[allow(deprecated)]
+/// The CPU device the tests run on: burn-flex, what `backend: cpu` uses.
 pub fn cpu() -> Device {
-    Device::ndarray()
+    Device::flex()
 }
 
 /// f64 tensors on the plain CPU device.
