@@ -24,7 +24,7 @@ pub fn device(backend: Backend) -> Result<Device> {
                 t.sum().into_scalar::<f32>()
             });
             match ok {
-                Ok(v) if v == 3.0 => Ok(device),
+                Ok(3.0) => Ok(device),
                 _ => Err(Error::param(
                     "backend",
                     "wgpu found no usable adapter: install a GPU driver with Vulkan support, or Mesa's software driver \

@@ -133,11 +133,10 @@ fn read_csr(z: &mut NpzArchive, prefix: &str, expect_rows: Option<usize>) -> Res
         return Err(err(format!("array `{shape_key}` = [{rows}, {cols}] is not a valid matrix shape")));
     }
     let (rows, cols) = (rows as usize, cols as usize);
-    if let Some(n) = expect_rows {
-        if rows != n {
+    if let Some(n) = expect_rows
+        && rows != n {
             return Err(err(format!("array `{shape_key}` = [{rows}, {cols}] but the graph has {n} nodes (one row per node)")));
         }
-    }
     let ptr_key = format!("{prefix}_indptr");
     let idx_key = format!("{prefix}_indices");
     let val_key = format!("{prefix}_data");

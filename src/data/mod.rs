@@ -72,20 +72,18 @@ impl Dataset {
                 format!("{} labels for {n} nodes (one label per node is required)", self.labels.len()),
             ));
         }
-        if let Some(f) = &self.features {
-            if f.rows() != n {
+        if let Some(f) = &self.features
+            && f.rows() != n {
                 return Err(Error::data_file(source, format!("{} feature rows for {n} nodes", f.rows())));
             }
-        }
         let c = self.num_classes();
         if let Some((v, y)) = self.labels.iter().enumerate().find_map(|(v, y)| y.filter(|&y| y as usize >= c).map(|y| (v, y))) {
             return Err(Error::data_file(source, format!("node {v} has label {y} but there are only {c} classes")));
         }
-        if let Some(s) = &self.standard_split {
-            if s.roles.len() != n {
+        if let Some(s) = &self.standard_split
+            && s.roles.len() != n {
                 return Err(Error::data_file(source, format!("split covers {} nodes, graph has {n}", s.roles.len())));
             }
-        }
         Ok(())
     }
 

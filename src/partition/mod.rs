@@ -266,6 +266,22 @@ pub fn report(dataset: &Dataset, clients: &[Client], split: &Split) -> Vec<Clien
         .collect()
 }
 
+/// Edges of `k` cliques of `s` nodes in a ring, clique i joined to clique i+1 (mod k)
+/// by one edge: a graph with known communities for the partitioners' tests.
+#[cfg(test)]
+pub(crate) fn ring_of_cliques_edges(k: usize, s: usize) -> Vec<(usize, usize)> {
+    let mut e = Vec::new();
+    for c in 0..k {
+        for a in 0..s {
+            for b in a + 1..s {
+                e.push((c * s + a, c * s + b));
+            }
+        }
+        e.push((c * s + s - 1, ((c + 1) % k) * s));
+    }
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,20 +586,4 @@ mod tests {
         assert_eq!(total, vec![10, 10, 10]);
         assert!(serde_json::to_string(&rep[0]).unwrap().contains("\"label_distribution\""));
     }
-}
-
-/// Edges of `k` cliques of `s` nodes in a ring, clique i joined to clique i+1 (mod k)
-/// by one edge: a graph with known communities for the partitioners' tests.
-#[cfg(test)]
-pub(crate) fn ring_of_cliques_edges(k: usize, s: usize) -> Vec<(usize, usize)> {
-    let mut e = Vec::new();
-    for c in 0..k {
-        for a in 0..s {
-            for b in a + 1..s {
-                e.push((c * s + a, c * s + b));
-            }
-        }
-        e.push((c * s + s - 1, ((c + 1) % k) * s));
-    }
-    e
 }

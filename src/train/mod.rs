@@ -218,12 +218,11 @@ pub fn train_local(
         model = optim.step(cfg.lr, model, grads);
         if cfg.select_best_val {
             let val = evaluate_set(&forward_eval(&model, data).logits, &data.val).mean_loss();
-            if let Some(v) = val {
-                if best.as_ref().is_none_or(|(b, _)| v < *b) {
+            if let Some(v) = val
+                && best.as_ref().is_none_or(|(b, _)| v < *b) {
                     best = Some((v, model.clone()));
                     stats.selected_epoch = Some(epoch);
                 }
-            }
         }
     }
     match best {
