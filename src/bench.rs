@@ -4,15 +4,21 @@
 use std::path::Path;
 use std::time::Instant;
 
+use crate::data::registry;
 use crate::data::synthetic::SyntheticConfig;
-use crate::data::{registry, Split, SplitRatios};
 use crate::error::Result;
 use crate::fed::{self, FedAvg, FedConfig, Identity};
 use crate::model::{Arch, ModelConfig};
-use crate::partition::{self, Method, Partition, PartitionConfig};
-use crate::run::Prepared;
-use crate::scenario::{Backend, FederationConfig, TrainConfig};
+use crate::partition::{self, Method, PartitionConfig};
+use crate::run;
+use crate::scenario::{yaml_name, Backend, FederationConfig, Scenario, TrainConfig};
 use crate::train::{self, ClientTensors, CrossEntropy, LocalData};
+
+/// The median of a non-empty list of timings.
+fn median(mut times: Vec<f64>) -> f64 {
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
 
 /// Median wall time in milliseconds of `reps` calls of `f`.
 pub fn median_ms<T>(reps: usize, mut f: impl FnMut() -> Result<T>) -> Result<f64> {
@@ -22,8 +28,7 @@ pub fn median_ms<T>(reps: usize, mut f: impl FnMut() -> Result<T>) -> Result<f64
         std::hint::black_box(f()?);
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    Ok(median(times))
 }
 
 /// Peak resident memory of this process in MiB (Linux `VmHWM`), if available.
@@ -55,7 +60,7 @@ pub fn data(dir: Option<&Path>, reps: usize) -> Result<()> {
         for method in [Method::Louvain, Method::Fluid, Method::Dirichlet] {
             let cfg = PartitionConfig { method, clients: 10, ..PartitionConfig::default() };
             let t = median_ms(reps, || partition::partition(&ds, &cfg, 0))?;
-            line.push_str(&format!(" | {} {t:>7.1} ms", format!("{method:?}").to_lowercase()));
+            line.push_str(&format!(" | {} {t:>7.1} ms", yaml_name(&method)));
         }
         println!("{line}");
     }
@@ -68,40 +73,50 @@ pub fn data(dir: Option<&Path>, reps: usize) -> Result<()> {
 /// Training figures: ms per full-batch epoch (forward + backward + SGD step) of 2 × 16
 /// GCN, GraphSAGE and GAT on the whole graph, and seconds per FedAvg round (10 Louvain
 /// clients, E = 5), for Cora and a synthetic graph of PubMed's size (20k nodes, 45k
-/// edges, 500 features, 3 classes).
+/// edges, 500 features, 3 classes). The data goes through `run::prepare`, as in a run.
 pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize) -> Result<()> {
     let device = crate::backend::device(backend)?;
     println!(
-        "bench train: backend {backend:?}, {} rayon threads, median over {epochs} epochs / {rounds} rounds (first of each discarded)",
+        "bench train: backend {}, {} rayon threads, median over {epochs} epochs / {rounds} rounds (first of each discarded)",
+        yaml_name(&backend),
         rayon::current_num_threads()
     );
-    let pubmed_like = SyntheticConfig { nodes: 20_000, classes: 3, avg_degree: 4.5, homophily: 0.8, feature_dim: 500, feature_signal: 0.3 };
-    let mut datasets = Vec::new();
-    match registry::load("cora", dir, &SyntheticConfig::default(), 0) {
-        Ok(ds) => datasets.push(("cora".to_string(), ds)),
-        Err(e) => println!("cora skipped: {e}"),
-    }
-    datasets.push(("synthetic-20k".to_string(), crate::data::synthetic::generate(&pubmed_like, 0)?));
-    for (name, ds) in &datasets {
-        let split = Split::random(&ds.labels, SplitRatios::default(), &mut crate::rng::derive(0, "split", &[]));
-        let all = Partition::single(ds.num_nodes());
-        let (clients, _) = all.clients(&ds.graph);
-        let local = LocalData::of_client(ds, &clients[0], &split)?;
+    let workloads = [
+        ("cora", "dataset: {name: cora}"),
+        (
+            "synthetic-20k",
+            "dataset: {name: synthetic, synthetic: {nodes: 20000, classes: 3, avg_degree: 4.5, homophily: 0.8, \
+             feature_dim: 500, feature_signal: 0.3}}",
+        ),
+    ];
+    for (name, dataset_yaml) in workloads {
+        let prepare = |extra: &str| {
+            let scenario = Scenario::parse(&format!("{dataset_yaml}\n{extra}"), "bench", &[])?;
+            run::prepare(&scenario, dir)
+        };
+        let whole = match prepare("federation: {centralized: true}") {
+            Ok(p) => p,
+            Err(e) => {
+                println!("{name} skipped: {e}");
+                continue;
+            }
+        };
+        let local = LocalData::of_client(&whole.dataset, &whole.clients[0], &whole.split)?;
         let tensors = ClientTensors::new(&local, &device)?;
         let layout = if matches!(tensors.input, crate::model::NodeInput::Sparse(_)) { "sparse" } else { "dense" };
         let mut line = format!(
             "{name:<14} {:>6} nodes {:>6} edges {:>5} feats ({layout}) | ms/epoch",
-            ds.num_nodes(),
-            ds.graph.num_edges(),
+            whole.dataset.num_nodes(),
+            whole.dataset.graph.num_edges(),
             local.features.cols()
         );
+        let one_epoch = TrainConfig { epochs: 1, ..TrainConfig::default() };
         for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
             let cfg = ModelConfig { arch, heads: 8, ..ModelConfig::default() };
-            let mut model = cfg.init(local.features.cols(), ds.num_classes(), 0, &device.clone().autodiff())?;
-            let one_epoch = TrainConfig { epochs: 1, ..TrainConfig::default() };
-            let mut times = Vec::new();
+            let mut model = cfg.init(local.features.cols(), whole.dataset.num_classes(), 0, &device.clone().autodiff())?;
             let mut rng = crate::rng::derive(0, "bench", &[]);
             let mut optim = train::optimizer(&one_epoch);
+            let mut times = Vec::new();
             for _ in 0..epochs.max(2) {
                 let t = Instant::now();
                 let (m, stats) = train::train_local(model, &tensors, &one_epoch, &CrossEntropy, &mut optim, &mut rng);
@@ -109,31 +124,16 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
                 model = m;
                 times.push(t.elapsed().as_secs_f64() * 1e3);
             }
-            times.remove(0);
-            times.sort_by(f64::total_cmp);
-            line.push_str(&format!(" {} {:>7.1}", format!("{arch:?}").to_lowercase(), times[times.len() / 2]));
+            line.push_str(&format!(" {} {:>7.1}", yaml_name(&arch), median(times[1..].to_vec())));
         }
         println!("{line}");
 
-        let mut scenario_cfg = PartitionConfig { clients: 10, ..PartitionConfig::default() };
-        scenario_cfg.method = Method::Louvain;
-        let part = partition::partition(ds, &scenario_cfg, 0)?;
-        let (clients, dropped) = part.clients(&ds.graph);
-        let reports = partition::report(ds, &clients, &split);
-        let prepared = Prepared {
-            dataset: ds.clone(),
-            partition: part,
-            clients,
-            split: split.clone(),
-            reports,
-            dropped_edges: dropped,
-            timings: Default::default(),
-        };
+        let clients = prepare("partition: {method: louvain, clients: 10}")?;
         let mut line = format!("{name:<14} FedAvg 10 Louvain clients, E = 5 | s/round");
+        let train_cfg = TrainConfig { epochs: 5, ..TrainConfig::default() };
+        let fed_cfg = FederationConfig { rounds: rounds.max(2), ..FederationConfig::default() };
         for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
             let model = ModelConfig { arch, heads: 8, ..ModelConfig::default() };
-            let train_cfg = TrainConfig { epochs: 5, ..TrainConfig::default() };
-            let fed_cfg = FederationConfig { rounds: rounds.max(2), ..FederationConfig::default() };
             let cfg = FedConfig {
                 seed: 0,
                 model: &model,
@@ -142,10 +142,8 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
                 parallel: crate::backend::parallel_clients(backend),
                 progress: false,
             };
-            let r = fed::run(&prepared, &cfg, &device, &mut FedAvg, &Identity)?;
-            let mut secs = r.round_seconds[1..].to_vec();
-            secs.sort_by(f64::total_cmp);
-            line.push_str(&format!(" {} {:>6.3}", format!("{arch:?}").to_lowercase(), secs[secs.len() / 2]));
+            let r = fed::run(&clients, &cfg, &device, &mut FedAvg, &Identity)?;
+            line.push_str(&format!(" {} {:>6.3}", yaml_name(&arch), median(r.round_seconds[1..].to_vec())));
         }
         println!("{line}");
     }

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::partition::{self, Method, PartitionConfig};
 use crate::rng;
 use crate::run::{self, RunOptions};
-use crate::scenario::{Backend, Scenario};
+use crate::scenario::{yaml_name, Backend, Scenario};
 
 #[derive(Parser, Debug)]
 #[command(name = "fgl-sim", version, about = "Federated graph learning simulator with a privacy attack/defense harness")]
@@ -197,7 +197,7 @@ fn dispatch(command: Command) -> Result<()> {
                 set.push(format!("seed={s}"));
             }
             if let Some(b) = backend {
-                set.push(format!("backend={}", serde_yaml::to_string(&Backend::from(b)).expect("yaml").trim()));
+                set.push(format!("backend={}", yaml_name(&Backend::from(b))));
             }
             let scenario = Scenario::load(&file, &set)?;
             let opts = RunOptions { data_dir: data_dir(&data), out, force, quiet, threads };

@@ -16,7 +16,7 @@ use crate::fed::{self, FedAvg, FedConfig, FedResult, Identity};
 use crate::partition::{self, Client, ClientReport, Partition, PartitionConfig};
 use crate::results::{self, ResultsDir};
 use crate::rng;
-use crate::scenario::{Scenario, SplitScope};
+use crate::scenario::{yaml_name, Scenario, SplitScope};
 
 /// Everything the data stages produce for the training stages.
 pub struct Prepared {
@@ -240,10 +240,21 @@ fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepare
     s.push_str(&client_table(&p.dataset, &p.reports));
     let (m, t, f) = (&scenario.model, &scenario.train, &scenario.federation);
     s.push_str(&format!(
-        "\n**Training**: {:?}, {} layer(s) × {}, {} parameters; {:?} lr {} momentum {} weight decay {}; \
-         {} round(s) × {} local epoch(s), FedAvg weighted by {:?} nodes, backend {:?}.\n\n",
-        m.arch, m.layers, m.hidden, fed.parameters, t.optimizer, t.lr, t.momentum, t.weight_decay, f.rounds, t.epochs, f.weighting, scenario.backend
-    ).to_lowercase().replacen("**training**", "**Training**", 1));
+        "\n**Training**: {}, {} layer(s) × {}, {} parameters; {} lr {} momentum {} weight decay {}; \
+         {} round(s) × {} local epoch(s), FedAvg weighted by {} nodes, backend {}.\n\n",
+        yaml_name(&m.arch),
+        m.layers,
+        m.hidden,
+        fed.parameters,
+        yaml_name(&t.optimizer),
+        t.lr,
+        t.momentum,
+        t.weight_decay,
+        f.rounds,
+        t.epochs,
+        yaml_name(&f.weighting),
+        yaml_name(&scenario.backend)
+    ));
     s.push_str("| round | test accuracy | test loss | train loss |\n|---:|---:|---:|---:|\n");
     let n = fed.rounds.len();
     let step = n.div_ceil(20).max(1);

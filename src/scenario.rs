@@ -271,6 +271,12 @@ impl Scenario {
     }
 }
 
+/// How a unit enum value is spelled in a scenario (`Arch::Gcn` → `gcn`,
+/// `SplitScope::PerClient` → `per_client`), for messages and reports.
+pub fn yaml_name<T: Serialize>(value: &T) -> String {
+    serde_yaml::to_string(value).expect("a unit enum serialises").trim().to_string()
+}
+
 fn scenario_err(file: &str, field: &str, msg: impl Into<String>) -> Error {
     Error::Scenario { file: file.to_string(), field: field.to_string(), msg: msg.into() }
 }

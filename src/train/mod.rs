@@ -47,17 +47,6 @@ impl LocalData {
     pub fn count(&self, role: Role) -> usize {
         self.roles.iter().filter(|&&r| r == role).count()
     }
-
-    /// Label counts of the nodes with `role`.
-    pub fn label_counts(&self, role: Role) -> Vec<usize> {
-        let mut counts = vec![0; self.classes];
-        for (y, r) in self.labels.iter().zip(&self.roles) {
-            if let (Some(y), true) = (y, *r == role) {
-                counts[*y as usize] += 1;
-            }
-        }
-        counts
-    }
 }
 
 /// Nodes of one role with their labels, on the device.
