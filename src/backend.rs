@@ -3,8 +3,22 @@
 
 use burn::tensor::{Device, DeviceKind, Tensor};
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Result};
-use crate::scenario::Backend;
+
+/// Where tensors live (YAML `backend:`, CLI `--backend`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    /// burn-flex on the CPU.
+    #[default]
+    Cpu,
+    /// burn-ndarray on the CPU (slower; deprecated upstream).
+    Ndarray,
+    /// burn-wgpu: a GPU, or Mesa's software Vulkan driver.
+    Wgpu,
+}
 
 /// The device for `backend`, checked to work: a wgpu request on a machine without a
 /// usable adapter (no GPU and no software Vulkan driver) is a clear error, not a panic.

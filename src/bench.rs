@@ -7,12 +7,13 @@ use std::time::Instant;
 use crate::data::registry;
 use crate::data::synthetic::SyntheticConfig;
 use crate::error::Result;
-use crate::fed::{self, FedAvg, FedConfig, Identity};
-use crate::model::{Arch, ModelConfig};
+use crate::backend::Backend;
+use crate::fed::FedAvg;
+use crate::model::Arch;
 use crate::partition::{self, Method, PartitionConfig};
 use crate::run;
-use crate::scenario::{yaml_name, Backend, FederationConfig, Scenario, TrainConfig};
-use crate::train::{self, ClientTensors, CrossEntropy, LocalData};
+use crate::scenario::{yaml_name, Scenario};
+use crate::train::{self, ClientTensors, CrossEntropy, LocalData, TrainConfig};
 
 /// The median of a non-empty list of timings.
 fn median(mut times: Vec<f64>) -> f64 {
@@ -90,10 +91,8 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
         ),
     ];
     for (name, dataset_yaml) in workloads {
-        let prepare = |extra: &str| {
-            let scenario = Scenario::parse(&format!("{dataset_yaml}\n{extra}"), "bench", &[])?;
-            run::prepare(&scenario, dir)
-        };
+        let scenario = |extra: &str| Scenario::parse(&format!("{dataset_yaml}\n{extra}"), "bench", &[]);
+        let prepare = |extra: &str| run::prepare(&scenario(extra)?, dir);
         let whole = match prepare("federation: {centralized: true}") {
             Ok(p) => p,
             Err(e) => {
@@ -112,7 +111,7 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
         );
         let one_epoch = TrainConfig { epochs: 1, ..TrainConfig::default() };
         for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
-            let cfg = ModelConfig { arch, heads: 8, ..ModelConfig::default() };
+            let cfg = crate::model::ModelConfig { arch, heads: 8, ..Default::default() };
             let mut model = cfg.init(local.features.cols(), whole.dataset.num_classes(), 0, &device.clone().autodiff())?;
             let mut rng = crate::rng::derive(0, "bench", &[]);
             let mut optim = train::optimizer(&one_epoch);
@@ -128,22 +127,15 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
         }
         println!("{line}");
 
-        let clients = prepare("partition: {method: louvain, clients: 10}")?;
+        let federated = "partition: {method: louvain, clients: 10}\ntrain: {epochs: 5}";
+        let clients = prepare(federated)?;
         let mut line = format!("{name:<14} FedAvg 10 Louvain clients, E = 5 | s/round");
-        let train_cfg = TrainConfig { epochs: 5, ..TrainConfig::default() };
-        let fed_cfg = FederationConfig { rounds: rounds.max(2), ..FederationConfig::default() };
         for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
-            let model = ModelConfig { arch, heads: 8, ..ModelConfig::default() };
-            let cfg = FedConfig {
-                seed: 0,
-                model: &model,
-                train: &train_cfg,
-                federation: &fed_cfg,
-                parallel: crate::backend::parallel_clients(backend),
-                progress: false,
-            };
-            let r = fed::run(&clients, &cfg, &device, &mut FedAvg, &Identity)?;
-            line.push_str(&format!(" {} {:>6.3}", yaml_name(&arch), median(r.round_seconds[1..].to_vec())));
+            let arch_name = yaml_name(&arch);
+            let mut s = scenario(&format!("{federated}\nmodel: {{arch: {arch_name}, heads: 8}}\nfederation: {{rounds: {}}}", rounds.max(2)))?;
+            s.backend = backend;
+            let r = run::federation(&s, &clients, false)?.run(&mut FedAvg)?;
+            line.push_str(&format!(" {arch_name} {:>6.3}", median(r.round_seconds[1..].to_vec())));
         }
         println!("{line}");
     }

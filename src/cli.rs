@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
 use crate::data::{registry, SplitRatios, Split};
@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::partition::{self, Method, PartitionConfig};
 use crate::rng;
 use crate::run::{self, RunOptions};
-use crate::scenario::{yaml_name, Backend, Scenario};
+use crate::backend::Backend;
+use crate::scenario::{yaml_name, Scenario};
 
 #[derive(Parser, Debug)]
 #[command(name = "fgl-sim", version, about = "Federated graph learning simulator with a privacy attack/defense harness")]
@@ -45,7 +46,7 @@ enum Command {
         seed: Option<u64>,
         /// Override the scenario's backend.
         #[arg(long, value_enum)]
-        backend: Option<BackendArg>,
+        backend: Option<Backend>,
         /// Worker threads for parallel client training (results do not depend on it).
         #[arg(long)]
         threads: Option<usize>,
@@ -76,7 +77,7 @@ enum Command {
         #[arg(long)]
         clients: usize,
         #[arg(long, value_enum, default_value = "louvain")]
-        method: MethodArg,
+        method: Method,
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Louvain balancing slack δ.
@@ -91,6 +92,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the built-in attack and defense presets with their parameters and defaults.
+    Presets,
     /// Print performance figures.
     Bench {
         #[command(subcommand)]
@@ -127,7 +130,7 @@ enum BenchWhat {
         #[command(flatten)]
         data: DataDirArg,
         #[arg(long, value_enum, default_value = "cpu")]
-        backend: BackendArg,
+        backend: Backend,
         /// Epochs timed per model (the median is reported).
         #[arg(long, default_value_t = 20)]
         epochs: usize,
@@ -138,40 +141,6 @@ enum BenchWhat {
         #[arg(long)]
         threads: Option<usize>,
     },
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum BackendArg {
-    Cpu,
-    Ndarray,
-    Wgpu,
-}
-
-impl From<BackendArg> for Backend {
-    fn from(b: BackendArg) -> Backend {
-        match b {
-            BackendArg::Cpu => Backend::Cpu,
-            BackendArg::Ndarray => Backend::Ndarray,
-            BackendArg::Wgpu => Backend::Wgpu,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum MethodArg {
-    Louvain,
-    Fluid,
-    Dirichlet,
-}
-
-impl From<MethodArg> for Method {
-    fn from(m: MethodArg) -> Method {
-        match m {
-            MethodArg::Louvain => Method::Louvain,
-            MethodArg::Fluid => Method::Fluid,
-            MethodArg::Dirichlet => Method::Dirichlet,
-        }
-    }
 }
 
 /// Entry point of the binary; returns the process exit code.
@@ -197,7 +166,7 @@ fn dispatch(command: Command) -> Result<()> {
                 set.push(format!("seed={s}"));
             }
             if let Some(b) = backend {
-                set.push(format!("backend={}", yaml_name(&Backend::from(b))));
+                set.push(format!("backend={}", yaml_name(&b)));
             }
             let scenario = Scenario::load(&file, &set)?;
             let opts = RunOptions { data_dir: data_dir(&data), out, force, quiet, threads };
@@ -215,15 +184,19 @@ fn dispatch(command: Command) -> Result<()> {
             }
             Ok(())
         }
+        Command::Presets => {
+            print!("{}", crate::presets::describe_all());
+            Ok(())
+        }
         Command::Datasets { data, json } => datasets(data_dir(&data).as_deref(), json),
         Command::Partition { dataset, clients, method, seed, delta, alpha, data, json } => {
-            let cfg = PartitionConfig { method: method.into(), clients, delta, alpha, ..PartitionConfig::default() };
+            let cfg = PartitionConfig { method, clients, delta, alpha, ..PartitionConfig::default() };
             partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
         }
         Command::Bench { what: BenchWhat::Data { data, reps } } => crate::bench::data(data_dir(&data).as_deref(), reps),
         Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads } } => {
             let dir = data_dir(&data);
-            crate::backend::with_threads(threads, || crate::bench::train(dir.as_deref(), backend.into(), epochs, rounds))
+            crate::backend::with_threads(threads, || crate::bench::train(dir.as_deref(), backend, epochs, rounds))
         }
     }
 }

@@ -1,9 +1,22 @@
-//! Attack and defense presets: the YAML files in `attacks/` and `defenses/`, embedded in
-//! the binary so that scenarios can name them from any working directory. They are the
-//! two axes of the attack × defense matrix.
+//! Attack and defense presets: how a scenario's `attacks:` and `defenses:` entries
+//! become typed specs.
 //!
-//! Adding a preset = one YAML file in the folder + one line in the table below.
+//! An entry is the name of a built-in preset (the YAML files of `attacks/` and
+//! `defenses/`, embedded in the binary so that any working directory finds them), a
+//! path to a YAML file (relative to the scenario; no rebuild needed), or an inline map.
+//! Each resolves to a [`Named`] spec: the name it goes by in reports, and the typed
+//! [`AttackSpec`] / [`DefenseSpec`] (`kind:` picks the variant, unknown fields are
+//! errors with their path). The resolved scenario records the contents, not the names.
+//!
+//! Adding a preset = one YAML file in the folder + one line in [`builtin`].
 
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::attacks::AttackSpec;
+use crate::defenses::DefenseSpec;
 use crate::error::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,7 +26,8 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn field(self) -> &'static str {
+    /// The scenario field (and preset folder) of this kind.
+    pub fn field(self) -> &'static str {
         match self {
             Kind::Attack => "attacks",
             Kind::Defense => "defenses",
@@ -21,24 +35,215 @@ impl Kind {
     }
 }
 
-/// (name, YAML text) of every preset of `kind`.
-pub fn all(kind: Kind) -> &'static [(&'static str, &'static str)] {
+/// (name, YAML text) of every built-in preset of `kind`.
+pub fn builtin(kind: Kind) -> &'static [(&'static str, &'static str)] {
     match kind {
-        Kind::Attack => &[("none", include_str!("../attacks/none.yaml"))],
-        Kind::Defense => &[("none", include_str!("../defenses/none.yaml"))],
+        Kind::Attack => &[("none", include_str!("../attacks/none.yaml")), ("lda", include_str!("../attacks/lda.yaml"))],
+        Kind::Defense => &[("none", include_str!("../defenses/none.yaml")), ("ldp-labels", include_str!("../defenses/ldp-labels.yaml"))],
     }
 }
 
-/// The YAML text of preset `name`, or an error listing the known presets.
-pub fn get(kind: Kind, name: &str) -> Result<&'static str> {
-    all(kind).iter().find(|(n, _)| *n == name).map(|(_, text)| *text).ok_or_else(|| {
-        let known: Vec<&str> = all(kind).iter().map(|(n, _)| *n).collect();
-        Error::param(kind.field(), format!("unknown preset `{name}`; known: {}", known.join(", ")))
+/// The YAML text of built-in preset `name`.
+pub fn get(kind: Kind, name: &str) -> Option<&'static str> {
+    builtin(kind).iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
+}
+
+/// A spec type that scenarios name presets of: an externally tagged enum whose
+/// variants are the kinds. In YAML the variant is the `kind:` field beside its
+/// parameters; [`spec_from_map`] and [`spec_to_map`] convert, so that errors inside a
+/// variant keep their field path (serde's internally tagged enums lose it).
+pub trait PresetSpec: Serialize + DeserializeOwned {
+    const KIND: Kind;
+}
+
+impl PresetSpec for AttackSpec {
+    const KIND: Kind = Kind::Attack;
+}
+
+impl PresetSpec for DefenseSpec {
+    const KIND: Kind = Kind::Defense;
+}
+
+/// `{kind: k, fields…}` → the spec; errors are (field path, message).
+pub fn spec_from_map<S: PresetSpec>(mut map: serde_yaml::Mapping) -> std::result::Result<S, (String, String)> {
+    let kind = match map.remove("kind") {
+        Some(serde_yaml::Value::String(k)) => k,
+        Some(other) => return Err(("kind".into(), format!("must be a name, not {other:?}"))),
+        None => return Err((String::new(), format!("missing field `kind`; kinds: {}", kinds::<S>().join(", ")))),
+    };
+    let tagged = serde_yaml::Value::Tagged(Box::new(serde_yaml::value::TaggedValue {
+        tag: serde_yaml::value::Tag::new(&kind),
+        value: serde_yaml::Value::Mapping(map),
+    }));
+    serde_path_to_error::deserialize(tagged).map_err(|e| {
+        let path = e.path().to_string();
+        let msg = e.into_inner().to_string();
+        // Inside a variant the path is `variant.field…`; an unknown variant has none.
+        let field = match path.split_once('.') {
+            Some((_, rest)) if !rest.is_empty() => rest.to_string(),
+            _ if msg.starts_with("unknown variant") => "kind".to_string(),
+            _ => String::new(),
+        };
+        (field, msg)
     })
 }
 
-pub fn check_all(kind: Kind, names: &[String]) -> Result<()> {
-    names.iter().try_for_each(|n| get(kind, n).map(|_| ()))
+/// The spec → `{kind: k, fields…}`.
+pub fn spec_to_map<S: PresetSpec>(spec: &S) -> serde_yaml::Mapping {
+    let value = serde_yaml::to_value(spec).expect("specs serialise");
+    let serde_yaml::Value::Tagged(t) = value else { unreachable!("a spec is a newtype variant, serialised tagged") };
+    let mut map = serde_yaml::Mapping::new();
+    map.insert("kind".into(), t.tag.to_string().trim_start_matches('!').into());
+    if let serde_yaml::Value::Mapping(fields) = t.value {
+        map.extend(fields);
+    }
+    map
+}
+
+/// The `kind:` of a spec.
+pub fn kind_of<S: PresetSpec>(spec: &S) -> String {
+    spec_to_map(spec).get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string()
+}
+
+/// Every kind of `S` (from the built-in presets, which cover them all).
+fn kinds<S: PresetSpec>() -> Vec<String> {
+    builtin(S::KIND)
+        .iter()
+        .filter_map(|(_, text)| serde_yaml::from_str::<serde_yaml::Value>(text).ok()?.get("kind")?.as_str().map(str::to_string))
+        .collect()
+}
+
+/// A resolved entry: the name it goes by (the preset's name, the file's stem, or an
+/// inline `name:`, else its kind) and its spec. In YAML, a map of `name` and the spec's
+/// fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Named<S> {
+    pub name: String,
+    pub spec: S,
+}
+
+impl<S: PresetSpec> Named<S> {
+    /// The built-in preset `name`.
+    pub fn builtin(name: &str) -> Result<Named<S>> {
+        let text = get(S::KIND, name).ok_or_else(|| unknown(S::KIND, name))?;
+        let map = serde_yaml::from_str(text).map_err(|e| Error::Other(format!("built-in preset {name}: {e}")))?;
+        let spec = spec_from_map(map).map_err(|(f, e)| Error::Other(format!("built-in preset {name}: `{f}`: {e}")))?;
+        Ok(Named { name: name.to_string(), spec })
+    }
+}
+
+impl<S: PresetSpec> Serialize for Named<S> {
+    fn serialize<Ser: serde::Serializer>(&self, s: Ser) -> std::result::Result<Ser::Ok, Ser::Error> {
+        let mut map = serde_yaml::Mapping::new();
+        map.insert("name".into(), self.name.clone().into());
+        map.extend(spec_to_map(&self.spec));
+        map.serialize(s)
+    }
+}
+
+impl<'de, S: PresetSpec> Deserialize<'de> for Named<S> {
+    /// From a resolved entry (a map); a bare name is looked up among the built-ins.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Named<S>, D::Error> {
+        let value = serde_yaml::Value::deserialize(d)?;
+        let (name, spec) = typed::<S>(value, None).map_err(|(field, msg)| {
+            serde::de::Error::custom(if field.is_empty() { msg } else { format!("field `{field}`: {msg}") })
+        })?;
+        Ok(Named { name, spec })
+    }
+}
+
+fn unknown(kind: Kind, name: &str) -> Error {
+    let known: Vec<&str> = builtin(kind).iter().map(|(n, _)| *n).collect();
+    Error::param(
+        kind.field(),
+        format!("unknown preset `{name}`; built-in: {}; or give a path to a YAML file (ending in .yaml or .yml) or an inline map", known.join(", ")),
+    )
+}
+
+/// One entry (name, path or map) → (name, typed spec). `base` is the directory that
+/// relative paths start from (`None`: not allowed, as when no file is involved).
+/// Errors are (path inside the entry, message).
+fn typed<S: PresetSpec>(entry: serde_yaml::Value, base: Option<&Path>) -> std::result::Result<(String, S), (String, String)> {
+    let (default_name, origin, mut map) = match entry {
+        serde_yaml::Value::String(s) if s.ends_with(".yaml") || s.ends_with(".yml") => {
+            let Some(base) = base else {
+                return Err((String::new(), format!("preset file `{s}` cannot be resolved here (no scenario file)")));
+            };
+            let path = base.join(&s);
+            let text = std::fs::read_to_string(&path).map_err(|e| (String::new(), format!("preset file {}: cannot read: {e}", path.display())))?;
+            let value: serde_yaml::Value =
+                serde_yaml::from_str(&text).map_err(|e| (String::new(), format!("preset file {}: {e}", path.display())))?;
+            let serde_yaml::Value::Mapping(m) = value else {
+                return Err((String::new(), format!("preset file {}: expected a map with `kind:`", path.display())));
+            };
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("preset").to_string();
+            (Some(stem), format!(" (in preset file {})", path.display()), m)
+        }
+        serde_yaml::Value::String(s) => {
+            let text = get(S::KIND, &s).ok_or_else(|| (String::new(), unknown(S::KIND, &s).to_string()))?;
+            let serde_yaml::Value::Mapping(m) = serde_yaml::from_str(text).expect("built-in presets are valid YAML") else {
+                unreachable!("built-in presets are maps")
+            };
+            (Some(s), format!(" (in built-in preset {})", S::KIND.field()), m)
+        }
+        serde_yaml::Value::Mapping(m) => (None, String::new(), m),
+        other => return Err((String::new(), format!("expected a preset name, a path to a YAML file, or a map with `kind:`, not {other:?}"))),
+    };
+    let name = match map.remove("name") {
+        Some(serde_yaml::Value::String(n)) if !n.trim().is_empty() => Some(n),
+        Some(other) => return Err(("name".into(), format!("must be a non-empty string, not {other:?}{origin}"))),
+        None => default_name,
+    };
+    let spec: S = spec_from_map(map).map_err(|(field, msg)| (field, format!("{msg}{origin}")))?;
+    let name = name.unwrap_or_else(|| kind_of(&spec));
+    Ok((name, spec))
+}
+
+/// Resolve the entries of `root[kind.field()]` in place into maps of `name` + spec, so
+/// that the typed scenario sees only resolved entries. Errors are (field path, message).
+pub fn resolve_entries<S: PresetSpec>(root: &mut serde_yaml::Value, base: Option<&Path>) -> std::result::Result<(), (String, String)> {
+    let field = S::KIND.field();
+    let Some(entries) = root.as_mapping_mut().and_then(|m| m.get_mut(field)) else { return Ok(()) };
+    let serde_yaml::Value::Sequence(list) = entries else {
+        return Err((field.into(), "expected a list of presets, e.g. [none] or [ldp-labels, my-defense.yaml]".into()));
+    };
+    let mut names: Vec<String> = Vec::new();
+    for (i, entry) in list.iter_mut().enumerate() {
+        let at = |sub: &str| if sub.is_empty() { format!("{field}[{i}]") } else { format!("{field}[{i}].{sub}") };
+        let (name, spec) = typed::<S>(entry.clone(), base).map_err(|(sub, msg)| (at(&sub), msg))?;
+        if names.contains(&name) {
+            return Err((at(""), format!("the name `{name}` is used twice; give one entry a `name:`")));
+        }
+        names.push(name.clone());
+        *entry = serde_yaml::to_value(Named { name, spec }).map_err(|e| (at(""), e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// `fgl-sim presets`: every built-in preset with its parameters and their defaults.
+pub fn describe_all() -> String {
+    let mut out = String::new();
+    for kind in [Kind::Attack, Kind::Defense] {
+        out.push_str(&format!("# {} (built-in presets; a scenario may also name a YAML file or inline a map)\n\n", kind.field()));
+        for (name, text) in builtin(kind) {
+            let about: Vec<&str> = text.lines().take_while(|l| l.starts_with('#')).map(|l| l.trim_start_matches('#').trim()).collect();
+            let resolved = match kind {
+                Kind::Attack => Named::<AttackSpec>::builtin(name).and_then(|n| yaml(&n)),
+                Kind::Defense => Named::<DefenseSpec>::builtin(name).and_then(|n| yaml(&n)),
+            };
+            out.push_str(&format!("## {name}\n{}\n", about.join(" ")));
+            match resolved {
+                Ok(y) => out.push_str(&y),
+                Err(e) => out.push_str(&format!("(invalid: {e})\n")),
+            }
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn yaml<T: Serialize>(v: &T) -> Result<String> {
+    serde_yaml::to_string(v).map_err(|e| Error::Other(e.to_string()))
 }
 
 #[cfg(test)]
@@ -46,13 +251,61 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_embedded_preset_is_valid_yaml_with_a_kind() {
-        for kind in [Kind::Attack, Kind::Defense] {
-            for (name, text) in all(kind) {
-                let v: serde_yaml::Value = serde_yaml::from_str(text).unwrap();
-                assert!(v.get("kind").is_some(), "{name} has no kind");
-            }
+    fn every_builtin_preset_parses_into_its_typed_spec() {
+        for (name, _) in builtin(Kind::Attack) {
+            let n = Named::<AttackSpec>::builtin(name).unwrap();
+            assert_eq!(kind_of(&n.spec), *name);
+            // Written and read back, it is the same.
+            let back: Named<AttackSpec> = serde_yaml::from_str(&serde_yaml::to_string(&n).unwrap()).unwrap();
+            assert_eq!(back, n);
         }
-        assert!(get(Kind::Attack, "ec-lda-unknown").unwrap_err().to_string().contains("known: none"));
+        for (name, _) in builtin(Kind::Defense) {
+            let n = Named::<DefenseSpec>::builtin(name).unwrap();
+            assert_eq!(kind_of(&n.spec), *name);
+            let back: Named<DefenseSpec> = serde_yaml::from_str(&serde_yaml::to_string(&n).unwrap()).unwrap();
+            assert_eq!(back, n);
+        }
+        let text = describe_all();
+        assert!(text.contains("## lda") && text.contains("edge_probability: 0.005") && text.contains("## ldp-labels"), "{text}");
+    }
+
+    #[test]
+    fn entries_resolve_from_names_maps_and_files_with_field_paths_in_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mine.yaml"), "kind: ldp-labels\nepsilon: 2\n").unwrap();
+        std::fs::write(dir.path().join("bad.yaml"), "kind: ldp-labels\nepsilom: 2\n").unwrap();
+        let resolve = |yaml: &str| {
+            let mut v: serde_yaml::Value = serde_yaml::from_str(yaml).unwrap();
+            resolve_entries::<DefenseSpec>(&mut v, Some(dir.path())).map(|_| v)
+        };
+        let v = resolve("defenses: [ldp-labels, mine.yaml, {name: strong, kind: ldp-labels, epsilon: .inf}]").unwrap();
+        let list: Vec<Named<DefenseSpec>> = serde_yaml::from_value(v["defenses"].clone()).unwrap();
+        let names: Vec<&str> = list.iter().map(|n| n.name.as_str()).collect();
+        assert_eq!(names, ["ldp-labels", "mine", "strong"]);
+        let DefenseSpec::LdpLabels(c) = &list[1].spec else { panic!() };
+        assert_eq!(c.epsilon.value(), 2.0);
+
+        let (field, msg) = resolve("defenses: [none, bad.yaml]").unwrap_err();
+        assert_eq!(field, "defenses[1].epsilom");
+        assert!(msg.contains("unknown field `epsilom`") && msg.contains("bad.yaml"), "{msg}");
+        let (field, msg) = resolve("defenses: [{kind: ldp-labels, epsilon: -1}]").unwrap_err();
+        assert_eq!(field, "defenses[0].epsilon");
+        assert!(msg.contains("> 0"), "{msg}");
+        let (field, msg) = resolve("defenses: [ldp-magic]").unwrap_err();
+        assert_eq!(field, "defenses[0]");
+        assert!(msg.contains("ldp-labels") && msg.contains("path"), "{msg}");
+        let (field, msg) = resolve("defenses: [{kind: laplace}]").unwrap_err();
+        assert_eq!(field, "defenses[0].kind");
+        assert!(msg.contains("unknown variant `laplace`") && msg.contains("ldp-labels"), "{msg}");
+        let (field, msg) = resolve("defenses: [{epsilon: 1}]").unwrap_err();
+        assert_eq!(field, "defenses[0]");
+        assert!(msg.contains("missing field `kind`") && msg.contains("ldp-labels"), "{msg}");
+        let (_, msg) = resolve("defenses: [missing.yaml]").unwrap_err();
+        assert!(msg.contains("missing.yaml") && msg.contains("cannot read"), "{msg}");
+        let (field, msg) = resolve("defenses: [ldp-labels, ldp-labels]").unwrap_err();
+        assert_eq!(field, "defenses[1]");
+        assert!(msg.contains("twice"), "{msg}");
+        let (field, _) = resolve("defenses: none").unwrap_err();
+        assert_eq!(field, "defenses");
     }
 }

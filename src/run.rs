@@ -1,22 +1,22 @@
 //! The stages of a run, in data-flow order: load → preprocess → partition → split →
-//! train (FedAvg; defenses and attacks: later issues) → results.
+//! federation (clients' data through their defenses; the server with its attacks) →
+//! scoring of the attacks against the ground truth → results.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-
-use serde::Serialize;
-use serde_json::json;
 
 use std::io::IsTerminal;
 
 use crate::backend;
 use crate::data::{registry, Dataset, DatasetStats, Role, Split};
 use crate::error::{Error, Result};
-use crate::fed::{self, FedAvg, FedConfig, FedResult, Identity};
+use crate::fed::{FedResult, Federation, FederationSetup};
+use crate::metrics::{self, ClientMetrics, Metrics, StageTimings};
 use crate::partition::{self, Client, ClientReport, Partition, PartitionConfig};
 use crate::results::{self, ResultsDir};
 use crate::rng;
 use crate::scenario::{yaml_name, Scenario, SplitScope};
+use crate::train::LocalData;
 
 /// Everything the data stages produce for the training stages.
 pub struct Prepared {
@@ -28,13 +28,6 @@ pub struct Prepared {
     pub reports: Vec<ClientReport>,
     pub dropped_edges: partition::DroppedEdges,
     pub timings: StageTimings,
-}
-
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct StageTimings {
-    pub load_ms: f64,
-    pub partition_ms: f64,
-    pub split_ms: f64,
 }
 
 fn ms(t: Instant) -> f64 {
@@ -106,30 +99,48 @@ pub struct RunOptions {
     pub threads: Option<usize>,
 }
 
-/// Train the prepared clients with FedAvg as the scenario says, on its backend.
-pub fn train(scenario: &Scenario, prepared: &Prepared, opts: &RunOptions) -> Result<FedResult> {
+/// The federation the scenario describes over the prepared clients: each client's
+/// private data, through the scenario's defenses, on the scenario's backend. The one
+/// way `run`, `bench` and the tests build a federation.
+pub fn federation(scenario: &Scenario, prepared: &Prepared, progress: bool) -> Result<Federation> {
     let device = backend::device(scenario.backend)?;
-    let cfg = FedConfig {
+    let setup = FederationSetup {
         seed: scenario.seed,
-        model: &scenario.model,
-        train: &scenario.train,
-        federation: &scenario.federation,
+        model: scenario.model.clone(),
+        train: scenario.train.clone(),
+        federation: scenario.federation.clone(),
         parallel: backend::parallel_clients(scenario.backend),
-        progress: !opts.quiet && std::io::stderr().is_terminal(),
+        progress,
     };
-    backend::with_threads(opts.threads, || fed::run(prepared, &cfg, &device, &mut FedAvg, &Identity))
+    let clients = prepared
+        .clients
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            debug_assert_eq!(c.id, i, "clients come in id order");
+            LocalData::of_client(&prepared.dataset, c, &prepared.split)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Federation::new(setup, device, clients, prepared.dataset.num_classes(), scenario.client_pipeline()?)
+}
+
+/// Train the prepared clients as the scenario says, with its attacks as the server.
+pub fn train(scenario: &Scenario, prepared: &Prepared, opts: &RunOptions) -> Result<FedResult> {
+    let progress = !opts.quiet && std::io::stderr().is_terminal();
+    let mut server = scenario.server()?;
+    backend::with_threads(opts.threads, || federation(scenario, prepared, progress)?.run(server.as_mut()))
 }
 
 /// The partition section of `metrics.json` and of `fgl-sim partition --json`.
-pub fn partition_json(cfg: &PartitionConfig, prepared: &Prepared, centralized: bool) -> serde_json::Value {
-    json!({
-        "method": if centralized { "centralized".to_string() } else { format!("{:?}", cfg.method).to_lowercase() },
-        "clients": prepared.clients.len(),
-        "communities": prepared.partition.communities,
-        "modularity": prepared.partition.modularity,
-        "unassigned_nodes": prepared.partition.assignment.iter().filter(|a| a.is_none()).count(),
-        "dropped_edges": prepared.dropped_edges,
-    })
+pub fn partition_summary(cfg: &PartitionConfig, prepared: &Prepared, centralized: bool) -> metrics::PartitionSummary {
+    metrics::PartitionSummary {
+        method: if centralized { "centralized".to_string() } else { yaml_name(&cfg.method) },
+        clients: prepared.clients.len(),
+        communities: prepared.partition.communities,
+        modularity: prepared.partition.modularity,
+        unassigned_nodes: prepared.partition.assignment.iter().filter(|a| a.is_none()).count(),
+        dropped_edges: prepared.dropped_edges,
+    }
 }
 
 /// Run a scenario and write its results directory; returns the directory.
@@ -149,41 +160,8 @@ pub fn run(scenario: &Scenario, scenario_path: &Path, opts: &RunOptions) -> Resu
     let total_ms = ms(t);
 
     let stats = prepared.dataset.stats();
-    let last = fed.rounds.last().expect("at least one round");
-    let clients: Vec<serde_json::Value> = prepared
-        .reports
-        .iter()
-        .zip(&prepared.clients)
-        .enumerate()
-        .map(|(i, (r, c))| {
-            let mut v = serde_json::to_value(r).expect("json");
-            let train_nodes = c.nodes.iter().copied().filter(|&n| prepared.split.roles[n] == Role::Train);
-            v["train_label_distribution"] = json!(prepared.dataset.label_counts(train_nodes));
-            v["test_accuracy"] = json!(last.client_test_accuracy[i]);
-            v
-        })
-        .collect();
-    let metrics = json!({
-        "schema": "fgl-sim/metrics/v1",
-        "scenario": stem,
-        "seed": scenario.seed,
-        "backend": scenario.backend,
-        "stages_run": ["data", "split", "partition", "train"],
-        "model": { "arch": scenario.model.arch, "parameters": fed.parameters },
-        "final": { "round": last.round, "test_accuracy": last.test_accuracy, "test_loss": last.test_loss, "train_loss": last.train_loss },
-        "rounds": fed.rounds,
-        "dataset": { "name": prepared.dataset.name, "stats": stats, "notes": prepared.dataset.notes, "build_report": prepared.dataset.build_report },
-        "split": { "train": prepared.split.count(Role::Train), "val": prepared.split.count(Role::Val), "test": prepared.split.count(Role::Test), "unused": prepared.split.count(Role::Unused) },
-        "partition": partition_json(&scenario.partition, &prepared, scenario.federation.centralized),
-        "clients": clients,
-        "timings": {
-            "stages_ms": prepared.timings,
-            "train_seconds": train_s,
-            "round_seconds": fed.round_seconds,
-            "total_ms": total_ms,
-        },
-    });
-    let summary = summary_md(stem, scenario, &stats, &prepared, &fed);
+    let metrics = metrics_of(stem, scenario, &prepared, &fed, &stats, train_s, total_ms);
+    let summary = summary_md(stem, scenario, &stats, &prepared, &fed, &metrics);
     out.write("scenario.resolved.yaml", scenario.to_yaml().as_bytes())?;
     out.write("metrics.json", serde_json::to_string_pretty(&metrics).expect("json").as_bytes())?;
     out.write("summary.md", summary.as_bytes())?;
@@ -191,6 +169,56 @@ pub fn run(scenario: &Scenario, scenario_path: &Path, opts: &RunOptions) -> Resu
         eprintln!("{}", summary);
     }
     Ok(dir)
+}
+
+/// `metrics.json` of a finished run: the only place where the attacks' inferences meet
+/// the clients' true labels (through `metrics::score_attacks`).
+fn metrics_of(stem: &str, scenario: &Scenario, p: &Prepared, fed: &FedResult, stats: &DatasetStats, train_s: f64, total_ms: f64) -> Metrics {
+    let last = fed.rounds.last().expect("at least one round");
+    let truth: Vec<Vec<usize>> = p
+        .clients
+        .iter()
+        .map(|c| p.dataset.label_counts(c.nodes.iter().copied().filter(|&n| p.split.roles[n] == Role::Train)))
+        .collect();
+    let clients = p
+        .reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| ClientMetrics::new(r.clone(), truth[i].clone(), last.client_test_accuracy[i], fed.privacy[i].clone()))
+        .collect();
+    let attacks = metrics::score_attacks(&fed.attack.reports, &fed.attack.notes, &truth);
+    let mut stages_run = vec!["data", "split", "partition", "train"];
+    if !attacks.is_empty() {
+        stages_run.push("scoring");
+    }
+    Metrics {
+        schema: metrics::SCHEMA,
+        scenario: stem.to_string(),
+        seed: scenario.seed,
+        backend: scenario.backend,
+        stages_run,
+        model: metrics::ModelSummary { arch: scenario.model.arch, parameters: fed.parameters },
+        last: metrics::FinalSummary { round: last.round, test_accuracy: last.test_accuracy, test_loss: last.test_loss, train_loss: last.train_loss },
+        rounds: fed.rounds.clone(),
+        dataset: metrics::DatasetSummary {
+            name: p.dataset.name.clone(),
+            stats: stats.clone(),
+            notes: p.dataset.notes.clone(),
+            build_report: p.dataset.build_report.clone(),
+        },
+        split: metrics::SplitCounts {
+            train: p.split.count(Role::Train),
+            val: p.split.count(Role::Val),
+            test: p.split.count(Role::Test),
+            unused: p.split.count(Role::Unused),
+        },
+        partition: partition_summary(&scenario.partition, p, scenario.federation.centralized),
+        defenses: scenario.defenses.iter().filter(|d| !matches!(d.spec, crate::defenses::DefenseSpec::None(_))).map(|d| d.name.clone()).collect(),
+        threat_model: fed.threat_model,
+        clients,
+        attacks,
+        timings: metrics::Timings { stages_ms: p.timings.clone(), train_seconds: train_s, round_seconds: fed.round_seconds.clone(), total_ms },
+    }
 }
 
 /// The per-client table in Markdown (also printed by `fgl-sim partition`).
@@ -208,7 +236,7 @@ pub fn client_table(dataset: &Dataset, reports: &[ClientReport]) -> String {
     s
 }
 
-fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepared, fed: &FedResult) -> String {
+fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepared, fed: &FedResult, results: &Metrics) -> String {
     let mut s = format!("# Run `{stem}` (seed {})\n\n", scenario.seed);
     if !scenario.description.is_empty() {
         s.push_str(&format!("{}\n\n", scenario.description));
@@ -268,5 +296,7 @@ fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepare
         "\n**Final test accuracy** (global model, union of the clients' test nodes): {:.4}\n",
         last.test_accuracy
     ));
+    s.push_str(&metrics::privacy_md(&results.clients));
+    s.push_str(&metrics::attacks_md(results));
     s
 }

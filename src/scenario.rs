@@ -9,13 +9,18 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::attacks::{self, AttackSpec};
+use crate::backend::Backend;
 use crate::data::preprocess::PreprocessConfig;
 use crate::data::synthetic::SyntheticConfig;
 use crate::data::SplitRatios;
+use crate::defenses::{self, DefenseSpec};
 use crate::error::{Error, Result};
+use crate::fed::FederationConfig;
 use crate::model::ModelConfig;
 use crate::partition::PartitionConfig;
-use crate::presets;
+use crate::presets::{self, Named};
+use crate::train::TrainConfig;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,20 +42,25 @@ pub struct Scenario {
     pub train: TrainConfig,
     #[serde(default)]
     pub federation: FederationConfig,
-    /// Client-side defense presets (names of files in `defenses/`), applied in order.
-    #[serde(default = "none_preset")]
-    pub defenses: Vec<String>,
-    /// Server-side attack presets (names of files in `attacks/`).
-    #[serde(default = "none_preset")]
-    pub attacks: Vec<String>,
+    /// Client-side defenses, applied in this order: built-in preset names, paths to
+    /// YAML files, or inline maps; resolved on load (see `presets`).
+    #[serde(default = "no_defense")]
+    pub defenses: Vec<Named<DefenseSpec>>,
+    /// Server-side attacks, all observing the same federation (at most one active).
+    #[serde(default = "no_attack")]
+    pub attacks: Vec<Named<AttackSpec>>,
     #[serde(default)]
     pub backend: Backend,
     #[serde(default)]
     pub output: OutputSection,
 }
 
-fn none_preset() -> Vec<String> {
-    vec!["none".into()]
+fn no_defense() -> Vec<Named<DefenseSpec>> {
+    vec![Named::builtin("none").expect("the built-in `none` defense")]
+}
+
+fn no_attack() -> Vec<Named<AttackSpec>> {
+    vec![Named::builtin("none").expect("the built-in `none` attack")]
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -99,85 +109,6 @@ impl SplitSection {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OptimizerKind {
-    #[default]
-    Sgd,
-    Adam,
-}
-
-/// Local (client-side) training.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TrainConfig {
-    pub optimizer: OptimizerKind,
-    pub lr: f64,
-    pub momentum: f64,
-    pub weight_decay: f64,
-    /// Full-batch epochs per round (E).
-    pub epochs: usize,
-    /// Keep, per client and round, the epoch with the lowest validation loss.
-    pub select_best_val: bool,
-    /// Keep each client's optimizer state (momentum, Adam moments) from one round to
-    /// the next instead of starting fresh; with one client (centralized) this is plain
-    /// uninterrupted training.
-    pub keep_optimizer_state: bool,
-}
-
-impl Default for TrainConfig {
-    fn default() -> Self {
-        TrainConfig {
-            optimizer: OptimizerKind::Sgd,
-            lr: 0.1,
-            momentum: 0.0,
-            weight_decay: 5e-4,
-            epochs: 5,
-            select_best_val: false,
-            keep_optimizer_state: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Weighting {
-    /// FedAvg weight = the client's number of train nodes.
-    #[default]
-    Train,
-    /// FedAvg weight = the client's number of nodes (EC-LDA's choice).
-    All,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct FederationConfig {
-    pub rounds: usize,
-    /// Fraction of clients selected each round (seeded), in (0, 1].
-    pub client_fraction: f64,
-    pub weighting: Weighting,
-    /// One client holding the whole graph (the partition section is then ignored).
-    pub centralized: bool,
-}
-
-impl Default for FederationConfig {
-    fn default() -> Self {
-        FederationConfig { rounds: 10, client_fraction: 1.0, weighting: Weighting::Train, centralized: false }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Backend {
-    /// burn-flex on the CPU.
-    #[default]
-    Cpu,
-    /// burn-ndarray on the CPU (slower; deprecated upstream).
-    Ndarray,
-    /// burn-wgpu: a GPU, or Mesa's software Vulkan driver.
-    Wgpu,
-}
-
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OutputSection {
@@ -187,16 +118,24 @@ pub struct OutputSection {
 }
 
 impl Scenario {
-    /// Read, apply `--set path=value` overrides, type-check and validate `path`.
+    /// Read, apply `--set path=value` overrides, type-check and validate `path`. Preset
+    /// files named by the scenario are found relative to its directory.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Scenario> {
         let file = path.display().to_string();
         let text = std::fs::read(path).map_err(|e| scenario_err(&file, "(file)", format!("cannot read: {e}")))?;
         let text = String::from_utf8(text).map_err(|_| scenario_err(&file, "(file)", "is not valid UTF-8 text"))?;
-        Self::parse(&text, &file, overrides)
+        let base = path.parent().map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p });
+        Self::parse_in(&text, &file, base, overrides)
     }
 
-    /// As [`Scenario::load`], from text; `file` names the source in errors.
+    /// As [`Scenario::load`], from text; `file` names the source in errors, and preset
+    /// files are found relative to the current directory.
     pub fn parse(text: &str, file: &str, overrides: &[String]) -> Result<Scenario> {
+        Self::parse_in(text, file, Some(Path::new(".")), overrides)
+    }
+
+    /// As [`Scenario::parse`], with preset files found relative to `base`.
+    pub fn parse_in(text: &str, file: &str, base: Option<&Path>, overrides: &[String]) -> Result<Scenario> {
         let mut value: serde_yaml::Value =
             serde_yaml::from_str(text).map_err(|e| scenario_err(file, "(syntax)", e.to_string()))?;
         if value.is_null() {
@@ -205,6 +144,8 @@ impl Scenario {
         for o in overrides {
             apply_override(&mut value, o).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
         }
+        presets::resolve_entries::<DefenseSpec>(&mut value, base).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
+        presets::resolve_entries::<AttackSpec>(&mut value, base).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
         let scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             let field = if path == "." { "(top level)".to_string() } else { path };
@@ -235,29 +176,22 @@ impl Scenario {
         self.split.ratios().validate("split")?;
         self.partition.validate_static()?;
         self.model.validate()?;
-        let t = &self.train;
-        if !(t.lr > 0.0 && t.lr.is_finite()) {
-            return Err(Error::param("train.lr", format!("{} must be a finite number > 0", t.lr)));
-        }
-        if !(0.0..1.0).contains(&t.momentum) {
-            return Err(Error::param("train.momentum", format!("{} is not in [0, 1)", t.momentum)));
-        }
-        if !(t.weight_decay >= 0.0 && t.weight_decay.is_finite()) {
-            return Err(Error::param("train.weight_decay", format!("{} must be a finite number ≥ 0", t.weight_decay)));
-        }
-        if t.epochs == 0 {
-            return Err(Error::param("train.epochs", "must be at least 1"));
-        }
-        let f = &self.federation;
-        if f.rounds == 0 {
-            return Err(Error::param("federation.rounds", "must be at least 1"));
-        }
-        if !(f.client_fraction > 0.0 && f.client_fraction <= 1.0) {
-            return Err(Error::param("federation.client_fraction", format!("{} is not in (0, 1]", f.client_fraction)));
-        }
-        presets::check_all(presets::Kind::Defense, &self.defenses)?;
-        presets::check_all(presets::Kind::Attack, &self.attacks)?;
+        self.train.validate()?;
+        self.federation.validate()?;
+        // Building checks the parameters that depend on other sections.
+        self.server()?;
+        self.client_pipeline()?;
         Ok(())
+    }
+
+    /// The server the scenario's attacks make (plain FedAvg without any).
+    pub fn server(&self) -> Result<Box<dyn crate::fed::ServerStrategy>> {
+        attacks::server(self.attacks.iter().map(|a| (a.name.as_str(), &a.spec)), &self.federation)
+    }
+
+    /// The scenario's defenses as the clients' pipeline, in declared order.
+    pub fn client_pipeline(&self) -> Result<crate::fed::ClientPipeline> {
+        defenses::pipeline(self.defenses.iter().map(|d| (d.name.as_str(), &d.spec)))
     }
 
     /// The synthetic generator's parameters (defaults when the section is absent).
@@ -334,7 +268,8 @@ mod tests {
         assert_eq!(s.split.ratios(), SplitRatios::default());
         assert_eq!(s.partition, PartitionConfig::default());
         assert_eq!(s.backend, Backend::Cpu);
-        assert_eq!(s.defenses, vec!["none".to_string()]);
+        assert_eq!(s.defenses, no_defense());
+        assert_eq!(s.attacks, no_attack());
         // The resolved form parses back to the same scenario.
         assert_eq!(parse(&s.to_yaml()).unwrap(), s);
     }
@@ -360,7 +295,11 @@ mod tests {
         let e = err("dataset: [");
         assert!(e.contains("(syntax)"), "{e}");
         let e = err("dataset: {name: cora}\ndefenses: [ldp-magic]");
-        assert!(e.contains("defenses") && e.contains("ldp-magic") && e.contains("none"), "{e}");
+        assert!(e.contains("defenses[0]") && e.contains("ldp-magic") && e.contains("none"), "{e}");
+        let e = err("dataset: {name: cora}\ndefenses: [{kind: ldp-labels, epsilon: 0}]");
+        assert!(e.contains("defenses[0].epsilon") && e.contains("> 0"), "{e}");
+        let e = err("dataset: {name: cora}\nattacks: [{kind: lda, rounds: [20]}]\nfederation: {rounds: 10}");
+        assert!(e.contains("attacks[0].rounds") && e.contains("1..=10"), "{e}");
         let e = err("dataset: {name: cora, synthetic: {nodes: 10}}");
         assert!(e.contains("dataset.synthetic"), "{e}");
         let e = err("dataset: {name: synthetic}\npartition: {clients: 0}");

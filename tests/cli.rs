@@ -92,6 +92,10 @@ fn bad_scenarios_fail_with_one_clear_message() {
         ("unknown_dataset.yaml", "dataset: {name: imagenet}\n", &["dataset.name", "imagenet", "cora"]),
         ("empty.yaml", "", &["empty"]),
         ("bad_syntax.yaml", "dataset: {name: [\n", &["(syntax)"]),
+        ("bad_epsilon.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: ldp-labels, epsilon: -2}]\n", &["defenses[0].epsilon", "> 0"]),
+        ("unknown_defense.yaml", "dataset: {name: synthetic}\ndefenses: [none, {kind: ldp-magic}]\n", &["defenses[1].kind", "ldp-magic", "ldp-labels"]),
+        ("missing_preset_file.yaml", "dataset: {name: synthetic}\nattacks: [nowhere.yaml]\n", &["attacks[0]", "nowhere.yaml", "cannot read"]),
+        ("attack_round_out_of_range.yaml", "dataset: {name: synthetic}\nfederation: {rounds: 4}\nattacks: [{kind: lda, rounds: [5]}]\n", &["attacks[0].rounds", "1..=4"]),
     ];
     for (file, text, needles) in cases {
         let path = tmp.path().join(file);
@@ -114,6 +118,21 @@ fn bad_scenarios_fail_with_one_clear_message() {
     assert_clean_failure(&o, &["partition.clients"]);
     let o = fgl(&["run", "scenarios/quickstart.yaml", "--set", "federation.centralised=true"]);
     assert_clean_failure(&o, &["federation", "unknown field `centralised`"]);
+    // An attack that needs the model's head, on a model without one: the server says so.
+    let out = tmp.path().join("no-head");
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--set", "attacks=[lda]", "--out", out.to_str().unwrap(), "--quiet"]);
+    assert_clean_failure(&o, &["model.head", "lda"]);
+    assert!(!out.exists());
+}
+
+#[test]
+fn presets_command_lists_every_builtin_with_its_parameters() {
+    let o = fgl(&["presets"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for needle in ["# attacks", "## lda", "rounds: mid", "nodes: 1000", "# defenses", "## ldp-labels", "epsilon: 1.0", "forward_correction: false"] {
+        assert!(text.contains(needle), "`{needle}` not in:\n{text}");
+    }
 }
 
 #[test]

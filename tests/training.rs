@@ -5,9 +5,10 @@ mod common;
 
 use std::path::Path;
 
-use fgl_sim::fed::{self, ClientUpdate, FedConfig, FedResult, Identity, ModelParams, RoundContext, ServerStrategy};
+use fgl_sim::backend::Backend;
+use fgl_sim::fed::{self, ClientUpdate, FedResult, ModelParams, RoundContext, ServerStrategy};
 use fgl_sim::run::{self, Prepared, RunOptions};
-use fgl_sim::scenario::{Backend, Scenario};
+use fgl_sim::scenario::Scenario;
 
 fn scenario(path: &str, overrides: &[&str]) -> Scenario {
     let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
@@ -15,17 +16,8 @@ fn scenario(path: &str, overrides: &[&str]) -> Scenario {
 }
 
 fn federate(s: &Scenario, p: &Prepared, strategy: &mut dyn ServerStrategy, threads: usize) -> FedResult {
-    let device = fgl_sim::backend::device(s.backend).unwrap();
-    let cfg = FedConfig {
-        seed: s.seed,
-        model: &s.model,
-        train: &s.train,
-        federation: &s.federation,
-        parallel: fgl_sim::backend::parallel_clients(s.backend),
-        progress: false,
-    };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-    pool.install(|| fed::run(p, &cfg, &device, strategy, &Identity)).unwrap()
+    pool.install(|| run::federation(s, p, false)?.run(strategy)).unwrap()
 }
 
 #[test]
@@ -75,7 +67,7 @@ impl ServerStrategy for ClipAndRestore {
             global.scaled(1.0 / (global.l2_norm() / self.c).max(1.0))
         })
     }
-    fn after_update(&mut self, ctx: &RoundContext, u: &ClientUpdate<'_>) {
+    fn after_update(&mut self, ctx: &RoundContext, u: &ClientUpdate<'_>) -> fgl_sim::Result<()> {
         self.updates_seen += 1;
         if ctx.round == 2 {
             self.sent_norms.push((u.client, u.sent.l2_norm()));
@@ -83,6 +75,7 @@ impl ServerStrategy for ClipAndRestore {
             assert_eq!((u.lr, u.local_epochs), (0.2, 5));
             assert!(u.samples > 0);
         }
+        Ok(())
     }
     fn after_aggregation(&mut self, ctx: &RoundContext, previous: &ModelParams, aggregated: ModelParams) -> ModelParams {
         self.log.push(format!("aggregate r{}", ctx.round));

@@ -154,6 +154,35 @@ impl Features {
     }
 
     /// Dense row-major copy (for model input on small matrices and for tests).
+    /// These rows followed by `extra` (dense rows of `cols()` values); the layout
+    /// (sparse or dense) is kept.
+    pub fn with_rows_appended(&self, extra: &[Vec<f32>]) -> Features {
+        match self {
+            Features::Dense(m) => {
+                let mut data = m.data.clone();
+                for r in extra {
+                    assert_eq!(r.len(), m.cols, "appended row width");
+                    data.extend_from_slice(r);
+                }
+                Features::Dense(DenseMatrix { rows: m.rows + extra.len(), cols: m.cols, data })
+            }
+            Features::Sparse(m) => {
+                let (mut indptr, mut indices, mut values) = (m.indptr.clone(), m.indices.clone(), m.values.clone());
+                for r in extra {
+                    assert_eq!(r.len(), m.cols, "appended row width");
+                    for (j, &v) in r.iter().enumerate() {
+                        if v != 0.0 {
+                            indices.push(j as u32);
+                            values.push(v);
+                        }
+                    }
+                    indptr.push(indices.len());
+                }
+                Features::Sparse(CsrMatrix { rows: m.rows + extra.len(), cols: m.cols, indptr, indices, values })
+            }
+        }
+    }
+
     pub fn to_dense(&self) -> DenseMatrix {
         match self {
             Features::Dense(m) => m.clone(),

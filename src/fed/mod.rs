@@ -1,44 +1,48 @@
-//! Federated training: FedAvg rounds over the clients of a partition, with the server as
-//! a [`ServerStrategy`] and the clients' defenses as a [`ClientTransform`].
+//! Federated training: FedAvg rounds over clients' private data, with the server as a
+//! [`ServerStrategy`] and the clients' defenses as a [`ClientPipeline`].
 //!
-//! Clients of a round train in parallel on the CPU (rayon), each from its own RNG
-//! stream derived from (seed, client, round); their updates are collected in client-id
-//! order and averaged in f64, so the numbers do not depend on thread count or
-//! scheduling. On the GPU the clients train one after another.
+//! A federation sees only what the clients hold ([`LocalData`], built by `run`), never
+//! the whole dataset or its ground truth. Clients of a round train in parallel on the
+//! CPU (rayon), each from its own RNG stream derived from (seed, client, round); their
+//! updates are collected in client-id order and averaged in f64, so the numbers do not
+//! depend on thread count or scheduling. On the GPU the clients train one after another.
 
+pub mod client;
+pub mod config;
 pub mod params;
 pub mod strategy;
-pub mod transform;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use burn::optim::ModuleOptimizer;
-
+use burn::tensor::Device;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
 use serde::Serialize;
 
+pub use client::{ClientPipeline, DataTransform, Defense, LossTransform};
+pub use config::{FederationConfig, Weighting};
 pub use params::{ModelParams, ParamTensor};
-pub use strategy::{ClientUpdate, FedAvg, RoundContext, ServerStrategy};
-pub use transform::{ClientTransform, Identity};
+pub use strategy::{
+    AttackOutput, AttackReport, ClientOracle, ClientUpdate, FedAvg, Inference, Injection, RoundContext, ServerContext,
+    ServerStrategy, ThreatModel,
+};
 
-use burn::tensor::Device;
-
-use crate::data::Role;
+use crate::data::{Graph, Role};
 use crate::error::{Error, Result};
-use crate::model::ModelConfig;
+use crate::model::{ModelConfig, NodeClassifier};
+use crate::privacy::PrivacyCost;
 use crate::rng;
-use crate::run::Prepared;
-use crate::scenario::{FederationConfig, TrainConfig, Weighting};
-use crate::train::{self, ClientTensors, CrossEntropy, Eval, LocalData, Loss};
+use crate::train::{self, ClientTensors, Eval, LocalData, Loss, TrainConfig};
 
-/// Everything a federation needs besides the prepared data.
-pub struct FedConfig<'a> {
+/// How to federate: everything but the clients' data and defenses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FederationSetup {
     pub seed: u64,
-    pub model: &'a ModelConfig,
-    pub train: &'a TrainConfig,
-    pub federation: &'a FederationConfig,
+    pub model: ModelConfig,
+    pub train: TrainConfig,
+    pub federation: FederationConfig,
     /// Train the clients of a round in parallel (CPU); sequentially otherwise (GPU).
     pub parallel: bool,
     /// Show a progress bar over rounds.
@@ -66,140 +70,240 @@ pub struct FedResult {
     pub rounds: Vec<RoundMetrics>,
     /// Number of parameters of the model.
     pub parameters: usize,
+    /// Per client (id order): the privacy its defenses spent, in their order.
+    pub privacy: Vec<Vec<PrivacyCost>>,
+    /// The server's declared threat model.
+    pub threat_model: ThreatModel,
+    /// What the server strategy inferred.
+    pub attack: AttackOutput,
     /// Wall-clock seconds per round (not deterministic, reported under timings).
     #[serde(skip)]
     pub round_seconds: Vec<f64>,
 }
 
-/// One client's state: its device tensors, FedAvg weight, and (when kept between
-/// rounds) its optimizer.
+/// One client's state: its host data (as transformed by its defenses), device
+/// tensors, loss, FedAvg weight, and (when kept between rounds) its optimizer.
 struct ClientState {
     id: usize,
+    local: LocalData,
     tensors: ClientTensors,
+    loss: Box<dyn Loss>,
     weight: usize,
+    privacy: Vec<PrivacyCost>,
+    rounds_trained: usize,
     optimizer: Mutex<Option<ModuleOptimizer>>,
 }
 
-/// Run FedAvg as configured. `strategy` is the server; `transform` every client's
-/// defense.
-pub fn run(
-    prepared: &Prepared,
-    cfg: &FedConfig<'_>,
-    device: &Device,
-    strategy: &mut dyn ServerStrategy,
-    transform: &dyn ClientTransform,
-) -> Result<FedResult> {
-    let dataset = &prepared.dataset;
-    let mut states = Vec::with_capacity(prepared.clients.len());
-    let mut in_dim = None;
-    for client in &prepared.clients {
-        let mut local = LocalData::of_client(dataset, client, &prepared.split)?;
-        transform.transform_data(&mut local, &mut rng::derive(cfg.seed, "client-transform", &[client.id as u64]))?;
-        let d = local.features.cols();
-        if *in_dim.get_or_insert(d) != d {
-            return Err(Error::Other(format!("client {} has {d} feature columns, others {}", client.id, in_dim.unwrap_or(0))));
-        }
-        let weight = match cfg.federation.weighting {
-            Weighting::Train => local.count(Role::Train),
-            Weighting::All => local.graph.num_nodes(),
-        };
-        states.push(ClientState { id: client.id, tensors: ClientTensors::new(&local, device)?, weight, optimizer: Mutex::new(None) });
-    }
-    if states.iter().all(|s| s.weight == 0 || s.tensors.train.len == 0) {
-        return Err(Error::param("split", "no client has training nodes; nothing can be trained"));
-    }
-    let in_dim = in_dim.ok_or_else(|| Error::param("partition.clients", "there are no clients"))?;
-    let template = cfg.model.init(in_dim, dataset.num_classes(), rng_seed(cfg.seed, "model-init"), &device.clone().autodiff())?;
-    let mut global = ModelParams::of(&template);
-    let parameters = global.num_values();
+/// Clients with their data and defenses, ready to train.
+pub struct Federation {
+    setup: FederationSetup,
+    clients: Vec<ClientState>,
+    pipeline: ClientPipeline,
+    template: NodeClassifier,
+    server: Arc<ServerContext>,
+}
 
-    let rounds = cfg.federation.rounds;
-    let bar = progress_bar(rounds, cfg.progress);
-    let mut result = FedResult { rounds: Vec::with_capacity(rounds), parameters, round_seconds: Vec::new() };
-    let loss: &dyn Loss = &CrossEntropy;
-    for round in 1..=rounds {
-        let t = Instant::now();
-        let ctx = RoundContext { round, rounds };
-        let selected = select_clients(states.len(), cfg.federation.client_fraction, cfg.seed, round);
-        let sent: Vec<ModelParams> =
-            selected.iter().map(|&i| strategy.before_broadcast(&ctx, states[i].id, &global).unwrap_or_else(|| global.clone())).collect();
-
-        let train_one = |(k, &i): (usize, &usize)| {
-            let s: &ClientState = &states[i];
-            let model = sent[k].load_into(template.clone());
-            let mut r = rng::derive(cfg.seed, "local-training", &[s.id as u64, round as u64]);
-            let mut slot = s.optimizer.lock().expect("one trainer per client");
-            let mut optim = match slot.take() {
-                Some(o) if cfg.train.keep_optimizer_state => o,
-                _ => train::optimizer(cfg.train),
+impl Federation {
+    /// The one way to build a federation. `clients[i]` is client i's private data;
+    /// `pipeline`'s data transforms are applied to it here, once, in order.
+    pub fn new(setup: FederationSetup, device: Device, clients: Vec<LocalData>, classes: usize, pipeline: ClientPipeline) -> Result<Federation> {
+        let mut states = Vec::with_capacity(clients.len());
+        let mut in_dim = None;
+        for (id, mut local) in clients.into_iter().enumerate() {
+            let privacy =
+                pipeline.transform_data(id, &mut local, |k| rng::derive(setup.seed, "client-transform", &[id as u64, k as u64]))?;
+            let d = local.features.cols();
+            if *in_dim.get_or_insert(d) != d {
+                return Err(Error::Other(format!("client {id} has {d} feature columns, others {}", in_dim.unwrap_or(0))));
+            }
+            let weight = match setup.federation.weighting {
+                Weighting::Train => local.count(Role::Train),
+                Weighting::All => local.graph.num_nodes(),
             };
-            let (model, stats) = transform.train_local(model, &s.tensors, cfg.train, loss, &mut optim, &mut r);
-            if cfg.train.keep_optimizer_state {
-                *slot = Some(optim);
-            }
-            (ModelParams::of(&model), stats)
-        };
-        let outcomes: Vec<_> = if cfg.parallel {
-            selected.par_iter().enumerate().map(train_one).collect()
-        } else {
-            selected.iter().enumerate().map(train_one).collect()
-        };
-
-        let updates: Vec<ClientUpdate<'_>> = selected
-            .iter()
-            .zip(&sent)
-            .zip(&outcomes)
-            .map(|((&i, sent), (returned, _))| ClientUpdate {
-                client: states[i].id,
-                sent,
-                returned,
-                samples: states[i].weight,
-                lr: cfg.train.lr,
-                local_epochs: cfg.train.epochs,
-            })
-            .collect();
-        for u in &updates {
-            strategy.after_update(&ctx, u);
+            let loss = pipeline.loss(id, &local)?;
+            let tensors = ClientTensors::new(&local, &device)?;
+            states.push(ClientState { id, local, tensors, loss, weight, privacy, rounds_trained: 0, optimizer: Mutex::new(None) });
         }
-        let (mut loss_sum, mut loss_weight) = (0.0, 0.0);
-        for (&i, (_, stats)) in selected.iter().zip(&outcomes) {
-            let n = states[i].tensors.train.len as f64;
-            for l in &stats.epoch_losses {
-                loss_sum += n * l;
-                loss_weight += n;
-            }
+        if states.iter().all(|s| s.weight == 0 || s.tensors.train.len == 0) {
+            return Err(Error::param("split", "no client has training nodes; nothing can be trained"));
         }
-        let new_global = if updates.iter().any(|u| u.samples > 0) {
-            let aggregated = strategy.aggregate(&ctx, &updates);
-            strategy.after_aggregation(&ctx, &global, aggregated)
-        } else {
-            global.clone() // no selected client had any weight: nothing to average
-        };
-        drop(updates);
-        global = new_global;
-
-        let model = global.load_into(template.clone());
-        let eval_one = |s: &ClientState| train::evaluate_set(&train::forward_eval(&model, &s.tensors).logits, &s.tensors.test);
-        let evals: Vec<Eval> = if cfg.parallel { states.par_iter().map(eval_one).collect() } else { states.iter().map(eval_one).collect() };
-        let mut total = Eval::default();
-        for e in &evals {
-            total.add(*e);
-        }
-        let m = RoundMetrics {
-            round,
-            test_accuracy: total.accuracy().unwrap_or(f64::NAN),
-            test_loss: total.mean_loss().unwrap_or(f64::NAN),
-            train_loss: if loss_weight > 0.0 { loss_sum / loss_weight } else { f64::NAN },
-            client_test_accuracy: evals.iter().map(Eval::accuracy).collect(),
-            selected: selected.iter().map(|&i| states[i].id).collect(),
-        };
-        bar.set_message(format!("test acc {:.4}", m.test_accuracy));
-        bar.inc(1);
-        result.rounds.push(m);
-        result.round_seconds.push(t.elapsed().as_secs_f64());
+        let in_dim = in_dim.ok_or_else(|| Error::param("partition.clients", "there are no clients"))?;
+        let template = setup.model.init(in_dim, classes, rng_seed(setup.seed, "model-init"), &device.clone().autodiff())?;
+        let server = Arc::new(ServerContext::new(
+            setup.seed,
+            setup.model.clone(),
+            setup.train.clone(),
+            setup.federation.rounds,
+            states.len(),
+            template.clone(),
+            in_dim,
+            classes,
+            device.clone(),
+        ));
+        Ok(Federation { setup, clients: states, pipeline, template, server })
     }
-    bar.finish_and_clear();
-    Ok(result)
+
+    /// What the server knows (architecture, dimensions, protocol, device).
+    pub fn server_context(&self) -> &Arc<ServerContext> {
+        &self.server
+    }
+
+    /// Run the rounds with `strategy` as the server.
+    pub fn run(&mut self, strategy: &mut dyn ServerStrategy) -> Result<FedResult> {
+        strategy.setup(&self.server)?;
+        let threat_model = strategy.threat_model();
+        let cfg = &self.setup;
+        let states = &self.clients;
+        let template = &self.template;
+        let (trainer, _) = self.pipeline.trainer();
+        let mut global = ModelParams::of(template);
+        let parameters = global.num_values();
+
+        let rounds = cfg.federation.rounds;
+        let bar = progress_bar(rounds, cfg.progress);
+        let mut result = Vec::with_capacity(rounds);
+        let mut round_seconds = Vec::with_capacity(rounds);
+        let mut trained = vec![0usize; states.len()];
+        for round in 1..=rounds {
+            let t = Instant::now();
+            let ctx = RoundContext { round, rounds };
+            let selected = select_clients(states.len(), cfg.federation.client_fraction, cfg.seed, round);
+            let sent: Vec<ModelParams> =
+                selected.iter().map(|&i| strategy.before_broadcast(&ctx, states[i].id, &global).unwrap_or_else(|| global.clone())).collect();
+
+            let train_one = |(k, &i): (usize, &usize)| {
+                let s: &ClientState = &states[i];
+                let model = sent[k].load_into(template.clone());
+                let mut r = rng::derive(cfg.seed, "local-training", &[s.id as u64, round as u64]);
+                let mut slot = s.optimizer.lock().expect("one trainer per client");
+                let mut optim = match slot.take() {
+                    Some(o) if cfg.train.keep_optimizer_state => o,
+                    _ => train::optimizer(&cfg.train),
+                };
+                let (model, stats) = trainer.train(s.id, round, model, &s.tensors, &cfg.train, s.loss.as_ref(), &mut optim, &mut r);
+                if cfg.train.keep_optimizer_state {
+                    *slot = Some(optim);
+                }
+                (ModelParams::of(&model), stats)
+            };
+            let outcomes: Vec<_> = if cfg.parallel {
+                selected.par_iter().enumerate().map(train_one).collect()
+            } else {
+                selected.iter().enumerate().map(train_one).collect()
+            };
+            for &i in &selected {
+                trained[i] += 1;
+            }
+
+            let updates: Vec<ClientUpdate<'_>> = selected
+                .iter()
+                .zip(&sent)
+                .zip(&outcomes)
+                .map(|((&i, sent), (returned, _))| ClientUpdate {
+                    client: states[i].id,
+                    sent,
+                    returned,
+                    samples: states[i].weight,
+                    lr: cfg.train.lr,
+                    local_epochs: cfg.train.epochs,
+                })
+                .collect();
+            for u in &updates {
+                strategy.after_update(&ctx, u)?;
+            }
+            let (mut loss_sum, mut loss_weight) = (0.0, 0.0);
+            for (&i, (_, stats)) in selected.iter().zip(&outcomes) {
+                let n = states[i].tensors.train.len as f64;
+                for l in &stats.epoch_losses {
+                    loss_sum += n * l;
+                    loss_weight += n;
+                }
+            }
+            let new_global = if updates.iter().any(|u| u.samples > 0) {
+                let aggregated = strategy.aggregate(&ctx, &updates);
+                strategy.after_aggregation(&ctx, &global, aggregated)
+            } else {
+                global.clone() // no selected client had any weight: nothing to average
+            };
+            drop(updates);
+            global = new_global;
+
+            let model = global.load_into(template.clone());
+            if threat_model == ThreatModel::QueryAccess {
+                let oracle = Oracle { clients: states, server: &self.server, global: &global };
+                strategy.query(&ctx, &oracle)?;
+            }
+            let eval_one = |s: &ClientState| train::evaluate_set(&train::forward_eval(&model, &s.tensors).logits, &s.tensors.test);
+            let evals: Vec<Eval> = if cfg.parallel { states.par_iter().map(eval_one).collect() } else { states.iter().map(eval_one).collect() };
+            let mut total = Eval::default();
+            for e in &evals {
+                total.add(*e);
+            }
+            let m = RoundMetrics {
+                round,
+                test_accuracy: total.accuracy().unwrap_or(f64::NAN),
+                test_loss: total.mean_loss().unwrap_or(f64::NAN),
+                train_loss: if loss_weight > 0.0 { loss_sum / loss_weight } else { f64::NAN },
+                client_test_accuracy: evals.iter().map(Eval::accuracy).collect(),
+                selected: selected.iter().map(|&i| states[i].id).collect(),
+            };
+            bar.set_message(format!("test acc {:.4}", m.test_accuracy));
+            bar.inc(1);
+            result.push(m);
+            round_seconds.push(t.elapsed().as_secs_f64());
+        }
+        bar.finish_and_clear();
+
+        let (trainer, trainer_name) = self.pipeline.trainer();
+        let mut privacy = Vec::with_capacity(states.len());
+        for (s, &n) in self.clients.iter_mut().zip(&trained) {
+            s.rounds_trained += n;
+            let mut spent = s.privacy.clone();
+            if let (Some(mut cost), Some(name)) = (trainer.privacy_spent(s.id, s.rounds_trained), trainer_name) {
+                cost.defense = name.to_string();
+                spent.push(cost);
+            }
+            privacy.push(spent);
+        }
+        Ok(FedResult { rounds: result, parameters, privacy, threat_model, attack: strategy.finish(), round_seconds })
+    }
+}
+
+/// Query access to the clients' graphs for one round (see [`ClientOracle`]).
+struct Oracle<'a> {
+    clients: &'a [ClientState],
+    server: &'a ServerContext,
+    global: &'a ModelParams,
+}
+
+impl ClientOracle for Oracle<'_> {
+    fn num_clients(&self) -> usize {
+        self.clients.len()
+    }
+
+    fn num_nodes(&self, client: usize) -> usize {
+        self.clients[client].local.graph.num_nodes()
+    }
+
+    fn query(&self, client: usize, injection: &Injection) -> Result<Vec<Vec<f32>>> {
+        let local = &self.clients.get(client).ok_or_else(|| Error::Other(format!("oracle: no client {client}")))?.local;
+        let n = local.graph.num_nodes();
+        let m = injection.features.len();
+        if let Some(row) = injection.features.iter().find(|r| r.len() != self.server.in_dim) {
+            return Err(Error::Other(format!("oracle: an injected node has {} features, the model takes {}", row.len(), self.server.in_dim)));
+        }
+        if let Some(&(i, v)) = injection.links.iter().find(|&&(i, v)| i >= m || v >= n) {
+            return Err(Error::Other(format!("oracle: link ({i}, {v}) names an injected node ≥ {m} or a client node ≥ {n}")));
+        }
+        let edges = local.graph.edges().chain(injection.links.iter().map(|&(i, v)| (n + i, v)));
+        let (graph, _) = Graph::from_edges(n + m, edges, "oracle")?;
+        let features = local.features.with_rows_appended(&injection.features);
+        let out = self.server.forward(self.global, &graph, &features)?;
+        let probs = burn::tensor::activation::softmax(out.logits, 1);
+        let [_, c] = probs.dims();
+        let values = probs.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 probabilities");
+        Ok((n..n + m).map(|r| values[r * c..(r + 1) * c].to_vec()).collect())
+    }
 }
 
 /// A u64 seed for `purpose`, derived from the scenario seed.

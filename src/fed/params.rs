@@ -1,5 +1,7 @@
 //! What travels between server and clients: every float parameter of the model, in the
-//! module's visiting order, as host vectors. The server side of the simulator (FedAvg,
+//! module's visiting order, as named host vectors. Names are the module paths without
+//! enum variants (`convs.0.weight`, `convs.1.bias`, `head.weight`), so an attack finds
+//! the last layer by name, not by position. The server side of the simulator (FedAvg,
 //! strategies, attacks) works only on this, never on client data or device tensors,
 //! and averages in f64 in a fixed client order so that results do not depend on threads.
 
@@ -9,6 +11,8 @@ use burn::tensor::{Tensor, TensorCreationOptions, TensorData};
 /// One parameter tensor on the host.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParamTensor {
+    /// Module path, e.g. `head.weight` (Burn's `Linear` weight is `[d_in, d_out]`).
+    pub name: String,
     pub shape: Vec<usize>,
     pub values: Vec<f32>,
 }
@@ -19,14 +23,32 @@ pub struct ModelParams {
     pub tensors: Vec<ParamTensor>,
 }
 
-struct Collect(Vec<ParamTensor>);
+#[derive(Default)]
+struct Collect {
+    tensors: Vec<ParamTensor>,
+    /// The module path being visited; `None` for enum-variant levels, which are left
+    /// out of names (`convs.0.Gcn.weight` → `convs.0.weight`).
+    path: Vec<Option<String>>,
+}
+
 
 impl ModuleVisitor for Collect {
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        self.path.push((!container_type.starts_with("Enum:")).then(|| name.to_string()));
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        // Burn enters a module for every field, parameters included: the innermost
+        // path segment is the parameter's own name.
+        let name = self.path.iter().flatten().map(String::as_str).collect::<Vec<_>>().join(".");
         let t = param.val();
         let shape = t.dims().to_vec();
         let values = t.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 data after convert");
-        self.0.push(ParamTensor { shape, values });
+        self.tensors.push(ParamTensor { name, shape, values });
     }
 }
 
@@ -52,9 +74,9 @@ impl ModuleMapper for Load<'_> {
 impl ModelParams {
     /// The parameters of `module`.
     pub fn of<M: Module>(module: &M) -> ModelParams {
-        let mut c = Collect(Vec::new());
+        let mut c = Collect::default();
         module.visit(&mut c);
-        ModelParams { tensors: c.0 }
+        ModelParams { tensors: c.tensors }
     }
 
     /// `module` with these parameters (it must have the same architecture).
@@ -63,6 +85,15 @@ impl ModelParams {
         let m = module.map(&mut l);
         assert_eq!(l.next, self.tensors.len(), "parameter count differs: not the same architecture");
         m
+    }
+
+    /// The parameter called `name` (see the module docs for the naming).
+    pub fn get(&self, name: &str) -> Option<&ParamTensor> {
+        self.tensors.iter().find(|t| t.name == name)
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.tensors.iter().map(|t| t.name.as_str()).collect()
     }
 
     pub fn num_values(&self) -> usize {
@@ -79,7 +110,11 @@ impl ModelParams {
         let tensors = self
             .tensors
             .iter()
-            .map(|t| ParamTensor { shape: t.shape.clone(), values: t.values.iter().map(|&v| (f64::from(v) * factor) as f32).collect() })
+            .map(|t| ParamTensor {
+                name: t.name.clone(),
+                shape: t.shape.clone(),
+                values: t.values.iter().map(|&v| (f64::from(v) * factor) as f32).collect(),
+            })
             .collect();
         ModelParams { tensors }
     }
@@ -97,12 +132,12 @@ impl ModelParams {
                 let mut acc = vec![0f64; first.tensors[k].values.len()];
                 for (p, w) in items {
                     let t = &p.tensors[k];
-                    assert_eq!(t.shape, first.tensors[k].shape, "parameter shapes differ");
+                    assert_eq!((&t.name, &t.shape), (&first.tensors[k].name, &first.tensors[k].shape), "parameters differ");
                     for (a, &v) in acc.iter_mut().zip(&t.values) {
                         *a += w * f64::from(v);
                     }
                 }
-                ParamTensor { shape: first.tensors[k].shape.clone(), values: acc.iter().map(|a| (a / total) as f32).collect() }
+                ParamTensor { name: first.tensors[k].name.clone(), shape: first.tensors[k].shape.clone(), values: acc.iter().map(|a| (a / total) as f32).collect() }
             })
             .collect();
         ModelParams { tensors }
@@ -116,7 +151,7 @@ mod tests {
     use crate::model::ModelConfig;
 
     fn p(values: &[f32]) -> ModelParams {
-        ModelParams { tensors: vec![ParamTensor { shape: vec![values.len()], values: values.to_vec() }] }
+        ModelParams { tensors: vec![ParamTensor { name: "w".into(), shape: vec![values.len()], values: values.to_vec() }] }
     }
 
     #[test]
@@ -136,6 +171,12 @@ mod tests {
         let (pa, pb) = (ModelParams::of(&a), ModelParams::of(&b));
         assert_ne!(pa, pb);
         assert_eq!(pa.num_values(), pb.num_values());
+        // Parameters carry their module paths.
+        assert_eq!(
+            pa.names(),
+            ["convs.0.weight", "convs.0.att_src", "convs.0.att_dst", "convs.0.bias", "convs.1.weight", "convs.1.att_src", "convs.1.att_dst", "convs.1.bias", "head.weight", "head.bias"]
+        );
+        assert_eq!(pa.get("head.weight").unwrap().shape, [16, 3]);
         let b_as_a = pa.load_into(b);
         assert_eq!(ModelParams::of(&b_as_a), pa);
         // Loaded parameters stay trainable leaves.

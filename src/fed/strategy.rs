@@ -1,10 +1,24 @@
-//! The server as a pluggable strategy (Flower's `Strategy`): hooks before the broadcast,
-//! when each client's update arrives, at aggregation and after it. Attacks are
-//! strategies; they see exactly what a real FedAvg server sees — the model it sent,
-//! the model that came back, the client's sample count, learning rate and local epochs
-//! — and nothing of the clients' data.
+//! The server as a pluggable strategy (Flower's `Strategy`): a setup step, hooks before
+//! the broadcast, when each client's update arrives, at aggregation and after it.
+//! Attacks are strategies. They see exactly what a real FedAvg server sees — the model
+//! architecture, the model it sent, the model that came back, the client's sample
+//! count, learning rate and local epochs — and nothing of the clients' data. A strategy
+//! may run the model on graphs it builds itself ([`ServerContext::forward`]).
+//!
+//! Query access to a client's graph (injecting nodes and reading their outputs, as
+//! Infiltrator does) is a stronger threat model: the federation grants it, through
+//! [`ClientOracle`], only to a strategy that declares [`ThreatModel::QueryAccess`].
+
+use std::sync::Arc;
+
+use burn::tensor::Device;
+use serde::Serialize;
 
 use super::params::ModelParams;
+use crate::data::{Features, Graph};
+use crate::error::Result;
+use crate::model::{GraphTensors, ModelConfig, NodeClassifier, NodeInput, Output};
+use crate::train::TrainConfig;
 
 /// Where the federation stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,9 +42,141 @@ pub struct ClientUpdate<'a> {
     pub local_epochs: usize,
 }
 
+/// What a server is assumed able to do; recorded in `metrics.json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThreatModel {
+    /// Follows the protocol's message flow, sees what it sends and receives, may
+    /// tamper with the model it broadcasts.
+    HonestButCurious,
+    /// Additionally queries a client's model on the client's own graph with injected
+    /// nodes (Infiltrator): not something a FedAvg server can do.
+    QueryAccess,
+}
+
+/// What a real server knows at setup: the architecture it distributes, the input
+/// dimension and classes, the local-training protocol it prescribes, the device. It
+/// can instantiate the model from any [`ModelParams`] and run it on its own graphs.
+#[derive(Debug, Clone)]
+pub struct ServerContext {
+    /// The server's randomness root: derive streams with `rng::derive(seed, purpose, …)`.
+    pub seed: u64,
+    pub model: ModelConfig,
+    pub in_dim: usize,
+    pub classes: usize,
+    /// The protocol: optimizer, learning rate, local epochs.
+    pub train: TrainConfig,
+    pub rounds: usize,
+    pub clients: usize,
+    /// Parameter names in the order they travel (`convs.0.weight`, …, `head.weight`).
+    pub param_names: Vec<String>,
+    device: Device,
+    template: NodeClassifier,
+}
+
+impl ServerContext {
+    /// `template` is any model of the architecture (its values are replaced on use).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        seed: u64,
+        model: ModelConfig,
+        train: TrainConfig,
+        rounds: usize,
+        clients: usize,
+        template: NodeClassifier,
+        in_dim: usize,
+        classes: usize,
+        device: Device,
+    ) -> ServerContext {
+        use burn::module::Module as _;
+        let template = template.valid();
+        let param_names = ModelParams::of(&template).tensors.into_iter().map(|t| t.name).collect();
+        ServerContext { seed, model, in_dim, classes, train, rounds, clients, param_names, device, template }
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// The model with parameters `params`, on the plain (non-autodiff) device.
+    pub fn model(&self, params: &ModelParams) -> NodeClassifier {
+        params.load_into(self.template.clone())
+    }
+
+    /// Evaluation forward pass (no dropout) of the model `params` on a graph the server
+    /// built itself. `features` must have `in_dim` columns and one row per node.
+    pub fn forward(&self, params: &ModelParams, graph: &Graph, features: &Features) -> Result<Output> {
+        if features.cols() != self.in_dim || features.rows() != graph.num_nodes() {
+            return Err(crate::error::Error::Other(format!(
+                "server forward pass: features are {}×{}, expected {}×{} (nodes × model input)",
+                features.rows(),
+                features.cols(),
+                graph.num_nodes(),
+                self.in_dim
+            )));
+        }
+        let g = GraphTensors::new(graph, &self.device)?;
+        let x = NodeInput::from_features(features, &self.device);
+        Ok(self.model(params).forward(&x, &g))
+    }
+}
+
+/// Nodes an attacker adds to a client's graph: `features[i]` is injected node i, and
+/// each `(i, v)` in `links` joins it to the client's node `v` (local id) both ways.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Injection {
+    pub features: Vec<Vec<f32>>,
+    pub links: Vec<(usize, usize)>,
+}
+
+/// Query access to the clients' graphs, granted only under [`ThreatModel::QueryAccess`].
+pub trait ClientOracle {
+    fn num_clients(&self) -> usize;
+    /// Nodes of `client`'s graph (their local ids are 0..n).
+    fn num_nodes(&self, client: usize) -> usize;
+    /// The current global model run on `client`'s graph (as the client holds it, after
+    /// its defenses) with `injection` added: the softmax outputs of the injected nodes.
+    fn query(&self, client: usize, injection: &Injection) -> Result<Vec<Vec<f32>>>;
+}
+
+/// What an attack inferred; scoring against the truth happens elsewhere
+/// ([`crate::scoring`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Inference {
+    /// A distribution over the classes of the client's training labels.
+    LabelDistribution { estimate: Vec<f64> },
+}
+
+/// One inference about one client in one round.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttackReport {
+    pub attack: String,
+    pub round: usize,
+    pub client: usize,
+    pub inference: Inference,
+}
+
+/// Everything a strategy hands back after the last round.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct AttackOutput {
+    pub reports: Vec<AttackReport>,
+    /// Caveats about the inferences (e.g. an update that cannot be inverted exactly).
+    pub notes: Vec<String>,
+}
+
 pub trait ServerStrategy: Send {
     /// Short name for reports.
     fn name(&self) -> &str;
+
+    fn threat_model(&self) -> ThreatModel {
+        ThreatModel::HonestButCurious
+    }
+
+    /// Called once before round 1 with what the server knows.
+    fn setup(&mut self, _server: &Arc<ServerContext>) -> Result<()> {
+        Ok(())
+    }
 
     /// The model to send to `client` this round; `None` sends the global model.
     fn before_broadcast(&mut self, _ctx: &RoundContext, _client: usize, _global: &ModelParams) -> Option<ModelParams> {
@@ -38,7 +184,9 @@ pub trait ServerStrategy: Send {
     }
 
     /// Called once per update, in client-id order, before aggregation.
-    fn after_update(&mut self, _ctx: &RoundContext, _update: &ClientUpdate<'_>) {}
+    fn after_update(&mut self, _ctx: &RoundContext, _update: &ClientUpdate<'_>) -> Result<()> {
+        Ok(())
+    }
 
     /// Combine the updates (client-id order); FedAvg's sample-weighted mean by default.
     fn aggregate(&mut self, _ctx: &RoundContext, updates: &[ClientUpdate<'_>]) -> ModelParams {
@@ -48,6 +196,17 @@ pub trait ServerStrategy: Send {
     /// The new global model; may replace the aggregate (e.g. restore `previous`).
     fn after_aggregation(&mut self, _ctx: &RoundContext, _previous: &ModelParams, aggregated: ModelParams) -> ModelParams {
         aggregated
+    }
+
+    /// After each round's aggregation, for strategies declaring
+    /// [`ThreatModel::QueryAccess`] only.
+    fn query(&mut self, _ctx: &RoundContext, _oracle: &dyn ClientOracle) -> Result<()> {
+        Ok(())
+    }
+
+    /// The inferences made, once the federation has finished.
+    fn finish(&mut self) -> AttackOutput {
+        AttackOutput::default()
     }
 }
 

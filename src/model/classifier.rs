@@ -9,7 +9,10 @@ use burn::module::Module;
 use burn::nn::Linear;
 use burn::tensor::{Tensor, TensorCreationOptions};
 
-use super::config::{Activation, Arch, ModelConfig};
+use crate::error::{Error, Result};
+
+use super::activation::Activation;
+use super::config::{Arch, ModelConfig};
 use super::dropout::dropout;
 use super::gat::GatConv;
 use super::gcn::GcnConv;
@@ -64,6 +67,29 @@ pub struct Output {
     /// `[N, hidden]`: what the fully connected head received (after activation and, in
     /// training, dropout); `None` without a head.
     pub head_input: Option<Tensor<2>>,
+}
+
+impl ModelConfig {
+    /// A freshly initialised classifier for `in_dim` input features and `classes`
+    /// outputs. Initial weights come from `seed` alone (drawn on the host, see
+    /// `init.rs`), so every backend and thread count gets the same model; `options` is
+    /// the device, e.g. `&device` or `(&device, DType::F64)`.
+    pub fn init(
+        &self,
+        in_dim: usize,
+        classes: usize,
+        seed: u64,
+        options: impl Into<TensorCreationOptions>,
+    ) -> Result<NodeClassifier> {
+        self.validate()?;
+        if in_dim == 0 {
+            return Err(Error::param("model", "the input has no feature columns"));
+        }
+        if classes == 0 {
+            return Err(Error::param("model", "there are no classes to predict"));
+        }
+        Ok(NodeClassifier::new(self, in_dim, classes, seed, options.into()))
+    }
 }
 
 #[derive(Module, Debug)]

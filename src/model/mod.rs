@@ -10,6 +10,7 @@
 //! Randomness (initial weights, dropout masks) comes from explicit host RNGs, never
 //! from a device's global generator; see `init.rs` and `dropout.rs`.
 
+pub mod activation;
 pub mod classifier;
 pub mod config;
 pub mod dropout;
@@ -26,7 +27,8 @@ pub mod sage;
 mod tests;
 
 pub use classifier::{Conv, NodeClassifier, Output};
-pub use config::{Activation, Arch, ModelConfig};
+pub use activation::Activation;
+pub use config::{Arch, ModelConfig};
 pub use gat::GatConv;
 pub use gcn::GcnConv;
 pub use graph_tensors::{GraphTensors, Norm};

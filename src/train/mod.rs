@@ -13,12 +13,16 @@ use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
+pub mod config;
+
+pub use config::{OptimizerKind, TrainConfig};
+
 use crate::data::{Dataset, Features, Graph, Role, Split};
 use crate::error::Result;
 use crate::model::{GraphTensors, NodeClassifier, NodeInput, Output};
 use crate::partition::Client;
+use crate::privacy::PrivacyCost;
 use crate::rng::Rng;
-use crate::scenario::{OptimizerKind, TrainConfig};
 
 /// One client's private data on the host: its induced subgraph, features, labels and
 /// split roles, in local node ids. Client-side defenses transform this before training.
@@ -98,8 +102,8 @@ impl ClientTensors {
     }
 }
 
-/// A training objective. Cross-entropy is the default; the LDP pipelines add
-/// forward-corrected and label-proportion losses.
+/// A training objective. Cross-entropy is the default; defenses replace or extend it
+/// (forward correction for noisy labels, label-proportion regularisers).
 pub trait Loss: Send + Sync {
     /// Scalar loss of a forward pass over the client's training nodes (`None` if the
     /// client has none).
@@ -217,5 +221,55 @@ pub fn train_local(
     match best {
         Some((_, m)) => (m, stats),
         None => (model, stats),
+    }
+}
+
+/// How a client runs the local epochs of one round. [`FullBatch`] is the standard loop;
+/// a defense such as DP-GNN (per-node clipped, noised gradients) replaces it.
+pub trait LocalTrainer: Send + Sync {
+    fn name(&self) -> &str;
+
+    /// Train `model` (on an autodiff device) for one round of `client`.
+    #[allow(clippy::too_many_arguments)]
+    fn train(
+        &self,
+        client: usize,
+        round: usize,
+        model: NodeClassifier,
+        data: &ClientTensors,
+        cfg: &TrainConfig,
+        loss: &dyn Loss,
+        optim: &mut ModuleOptimizer,
+        rng: &mut Rng,
+    ) -> (NodeClassifier, LocalStats);
+
+    /// Privacy spent by `client` after it trained `rounds` rounds with this trainer,
+    /// for trainers that account for it (DP-SGD); `None` otherwise.
+    fn privacy_spent(&self, _client: usize, _rounds: usize) -> Option<PrivacyCost> {
+        None
+    }
+}
+
+/// The standard loop: [`train_local`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FullBatch;
+
+impl LocalTrainer for FullBatch {
+    fn name(&self) -> &str {
+        "full-batch"
+    }
+
+    fn train(
+        &self,
+        _client: usize,
+        _round: usize,
+        model: NodeClassifier,
+        data: &ClientTensors,
+        cfg: &TrainConfig,
+        loss: &dyn Loss,
+        optim: &mut ModuleOptimizer,
+        rng: &mut Rng,
+    ) -> (NodeClassifier, LocalStats) {
+        train_local(model, data, cfg, loss, optim, rng)
     }
 }

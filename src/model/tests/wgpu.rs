@@ -33,7 +33,7 @@ fn run(device: &Device, arch: Arch, layout: InputLayout, strategy: Strategy) -> 
 
 #[test]
 fn wgpu_matches_cpu() {
-    let gpu = match crate::backend::device(crate::scenario::Backend::Wgpu) {
+    let gpu = match crate::backend::device(crate::backend::Backend::Wgpu) {
         Ok(d) => d,
         Err(e) => {
             assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true needs a wgpu adapter: {e}");

@@ -1,0 +1,214 @@
+//! `lda`: passive label-distribution inference from a client's update, with EC-LDA's
+//! estimator (Cheng et al., DESIGN §5.4) but without its embedding compression: the
+//! "LDA" baseline of the EC-LDA paper.
+//!
+//! For a linear head z = hW + b trained with mean cross-entropy over N nodes, the
+//! row-summed weight gradient of class c is ḡ_c = (1/N) Σ_k (p_kc − y_kc)·s_k with
+//! s_k = Σ_j h_kj. The server recovers the gradient averaged over the E local SGD steps
+//! from what it sent and got back, G = (W_sent − W_returned)/(η·E), forwards a dummy
+//! graph of K nodes through the model it sent to get p_i and s_i, and estimates
+//! counts_c ∝ (Σ_i p_ic·s_i − K·ḡ_c)/mean(s), clamped at 0 and normalised. The estimate
+//! is exact when every s_k is the same, which the active variant (EC-LDA) enforces.
+
+use std::sync::Arc;
+
+use burn::tensor::activation::softmax;
+use rand::Rng as _;
+use rand_distr::{Distribution, Normal};
+use serde::{Deserialize, Serialize};
+
+use super::AttackRounds;
+use crate::data::{DenseMatrix, Features, Graph};
+use crate::error::{Error, Result};
+use crate::fed::{
+    AttackOutput, AttackReport, ClientUpdate, FederationConfig, Inference, ModelParams, RoundContext, ServerContext, ServerStrategy,
+};
+use crate::rng;
+use crate::train::OptimizerKind;
+
+/// The head's weight: the parameter the estimator reads.
+pub const HEAD_WEIGHT: &str = "head.weight";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LdaConfig {
+    /// Rounds in which the server infers every client's label distribution.
+    pub rounds: AttackRounds,
+    pub dummy: DummyGraph,
+}
+
+impl Default for LdaConfig {
+    fn default() -> Self {
+        LdaConfig { rounds: AttackRounds::Mid, dummy: DummyGraph::default() }
+    }
+}
+
+impl LdaConfig {
+    pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
+        self.rounds.validate(federation.rounds, &format!("{field}.rounds"))?;
+        self.dummy.validate(&format!("{field}.dummy"))
+    }
+}
+
+/// The server's own graph: K nodes with features ~ N(0, σ²) and Erdős–Rényi edges.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DummyGraph {
+    pub nodes: usize,
+    pub feature_std: f64,
+    pub edge_probability: f64,
+}
+
+impl Default for DummyGraph {
+    /// EC-LDA's: 1000 nodes, σ = 0.001, p = 0.005.
+    fn default() -> Self {
+        DummyGraph { nodes: 1000, feature_std: 0.001, edge_probability: 0.005 }
+    }
+}
+
+impl DummyGraph {
+    pub fn validate(&self, field: &str) -> Result<()> {
+        if !(1..=100_000).contains(&self.nodes) {
+            return Err(Error::param(format!("{field}.nodes"), format!("{} is not in 1..=100000", self.nodes)));
+        }
+        if !(self.feature_std > 0.0 && self.feature_std.is_finite()) {
+            return Err(Error::param(format!("{field}.feature_std"), format!("{} must be a finite number > 0", self.feature_std)));
+        }
+        if !(0.0..=1.0).contains(&self.edge_probability) {
+            return Err(Error::param(format!("{field}.edge_probability"), format!("{} is not in [0, 1]", self.edge_probability)));
+        }
+        Ok(())
+    }
+
+    /// The graph and its features, drawn from `rng`.
+    pub fn generate(&self, in_dim: usize, rng: &mut rng::Rng) -> Result<(Graph, Features)> {
+        let k = self.nodes;
+        let mut edges = Vec::new();
+        if self.edge_probability > 0.0 {
+            for i in 0..k {
+                for j in i + 1..k {
+                    if rng.random::<f64>() < self.edge_probability {
+                        edges.push((i, j));
+                    }
+                }
+            }
+        }
+        let (graph, _) = Graph::from_edges(k, edges, "dummy graph")?;
+        let normal = Normal::new(0.0, self.feature_std).expect("validated σ");
+        let data = (0..k * in_dim).map(|_| normal.sample(rng) as f32).collect();
+        Ok((graph, Features::Dense(DenseMatrix { rows: k, cols: in_dim, data })))
+    }
+}
+
+pub struct Lda {
+    name: String,
+    config: LdaConfig,
+    server: Option<Arc<ServerContext>>,
+    /// The dummy graph of the current attack round (the same for every client).
+    dummy: Option<(usize, Graph, Features)>,
+    output: AttackOutput,
+}
+
+impl Lda {
+    pub fn new(name: &str, config: LdaConfig) -> Lda {
+        Lda { name: name.to_string(), config, server: None, dummy: None, output: AttackOutput::default() }
+    }
+
+    fn infer(&mut self, round: usize, update: &ClientUpdate<'_>) -> Result<Vec<f64>> {
+        let server = self.server.clone().expect("setup ran");
+        let (sent, returned) = (param(update.sent)?, param(update.returned)?);
+        let [hidden, classes] = [sent.shape[0], sent.shape[1]];
+        // G = (W_sent − W_returned)/(η·E), row sums over the head's inputs per class.
+        let scale = 1.0 / (update.lr * update.local_epochs as f64);
+        let mut g = vec![0f64; classes];
+        for j in 0..hidden {
+            for (c, gc) in g.iter_mut().enumerate() {
+                let k = j * classes + c;
+                *gc += (f64::from(sent.values[k]) - f64::from(returned.values[k])) * scale;
+            }
+        }
+        if self.dummy.as_ref().is_none_or(|d| d.0 != round) {
+            let mut r = rng::derive(server.seed, "attack-dummy-graph", &[round as u64]);
+            let (graph, features) = self.config.dummy.generate(server.in_dim, &mut r)?;
+            self.dummy = Some((round, graph, features));
+        }
+        let (_, graph, features) = self.dummy.as_ref().expect("just built");
+        let out = server.forward(update.sent, graph, features)?;
+        let h = out.head_input.expect("a model with a head returns its input");
+        let s: Vec<f64> = to_vec(h.sum_dim(1));
+        let p: Vec<f64> = to_vec(softmax(out.logits, 1));
+        let k = s.len();
+        let mean_s = s.iter().sum::<f64>() / k as f64;
+        let counts: Vec<f64> = (0..classes)
+            .map(|c| {
+                let ps: f64 = (0..k).map(|i| p[i * classes + c] * s[i]).sum();
+                ((ps - k as f64 * g[c]) / mean_s).max(0.0)
+            })
+            .collect();
+        Ok(counts)
+    }
+}
+
+fn param(p: &ModelParams) -> Result<&crate::fed::ParamTensor> {
+    p.get(HEAD_WEIGHT).ok_or_else(|| Error::Other(format!("the model has no `{HEAD_WEIGHT}`")))
+}
+
+fn to_vec<const D: usize>(t: burn::tensor::Tensor<D>) -> Vec<f64> {
+    t.into_data().convert::<f64>().try_into_vec::<f64>().expect("f64 after convert")
+}
+
+impl ServerStrategy for Lda {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn setup(&mut self, server: &Arc<ServerContext>) -> Result<()> {
+        if !server.param_names.iter().any(|n| n == HEAD_WEIGHT) {
+            return Err(Error::param(
+                "model.head",
+                format!("attack `{}` reads the gradient of the fully connected head: set `model.head: true`", self.name),
+            ));
+        }
+        let t = &server.train;
+        if t.optimizer != OptimizerKind::Sgd || t.momentum > 0.0 {
+            self.output.notes.push(format!(
+                "{}: clients train with {}{}; (θ_sent − θ_returned)/(η·E) is then not their averaged gradient, so the \
+                 estimate is approximate",
+                self.name,
+                format!("{:?}", t.optimizer).to_lowercase(),
+                if t.momentum > 0.0 { " with momentum" } else { "" }
+            ));
+        }
+        if t.weight_decay > 0.0 {
+            self.output.notes.push(format!(
+                "{}: weight decay {} adds λ·W to every step's gradient; the recovered gradient includes it",
+                self.name, t.weight_decay
+            ));
+        }
+        self.server = Some(server.clone());
+        Ok(())
+    }
+
+    fn after_update(&mut self, ctx: &RoundContext, update: &ClientUpdate<'_>) -> Result<()> {
+        if update.samples == 0 || !self.config.rounds.contains(ctx.round, ctx.rounds) {
+            return Ok(());
+        }
+        let counts = self.infer(ctx.round, update)?;
+        let total: f64 = counts.iter().sum();
+        if total == 0.0 {
+            self.output.notes.push(format!("{}: round {}, client {}: every class estimate was ≤ 0", self.name, ctx.round, update.client));
+        }
+        let estimate = counts.iter().map(|c| if total > 0.0 { c / total } else { 0.0 }).collect();
+        self.output.reports.push(AttackReport {
+            attack: self.name.clone(),
+            round: ctx.round,
+            client: update.client,
+            inference: Inference::LabelDistribution { estimate },
+        });
+        Ok(())
+    }
+
+    fn finish(&mut self) -> AttackOutput {
+        std::mem::take(&mut self.output)
+    }
+}

@@ -1,0 +1,100 @@
+//! Which rounds an attack acts in (YAML `rounds:`): `mid` (⌊R/2⌋, EC-LDA's default),
+//! `all`, `{every: k}` (rounds k, 2k, …) or an explicit list `[10, 20]`.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum AttackRounds {
+    #[default]
+    Mid,
+    All,
+    Every(usize),
+    List(Vec<usize>),
+}
+
+impl AttackRounds {
+    /// Whether round `round` (1-based) of `rounds` is an attack round.
+    pub fn contains(&self, round: usize, rounds: usize) -> bool {
+        match self {
+            AttackRounds::Mid => round == (rounds / 2).max(1),
+            AttackRounds::All => true,
+            AttackRounds::Every(k) => round.is_multiple_of(*k),
+            AttackRounds::List(l) => l.contains(&round),
+        }
+    }
+
+    pub fn validate(&self, rounds: usize, field: &str) -> Result<()> {
+        match self {
+            AttackRounds::Every(0) => Err(Error::param(field, "`every` must be at least 1")),
+            AttackRounds::Every(k) if *k > rounds => {
+                Err(Error::param(field, format!("every {k} rounds never happens in {rounds} round(s)")))
+            }
+            AttackRounds::List(l) if l.is_empty() => Err(Error::param(field, "the list of rounds is empty")),
+            AttackRounds::List(l) => match l.iter().find(|&&r| r == 0 || r > rounds) {
+                Some(r) => Err(Error::param(field, format!("round {r} is not in 1..={rounds} (federation.rounds)"))),
+                None => Ok(()),
+            },
+            _ => Ok(()),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Raw {
+    Word(String),
+    List(Vec<usize>),
+    Every {
+        every: usize,
+    },
+}
+
+impl Serialize for AttackRounds {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            AttackRounds::Mid => Raw::Word("mid".into()),
+            AttackRounds::All => Raw::Word("all".into()),
+            AttackRounds::Every(k) => Raw::Every { every: *k },
+            AttackRounds::List(l) => Raw::List(l.clone()),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for AttackRounds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<AttackRounds, D::Error> {
+        let allowed = "allowed: `mid`, `all`, `{every: k}` or a list of rounds like `[10, 20]`";
+        let raw = Raw::deserialize(d).map_err(|_| serde::de::Error::custom(format!("not a set of rounds; {allowed}")))?;
+        Ok(match raw {
+            Raw::Word(w) if w == "mid" => AttackRounds::Mid,
+            Raw::Word(w) if w == "all" => AttackRounds::All,
+            Raw::Word(w) => return Err(serde::de::Error::custom(format!("`{w}` is not a set of rounds; {allowed}"))),
+            Raw::List(l) => AttackRounds::List(l),
+            Raw::Every { every } => AttackRounds::Every(every),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_parse_and_select() {
+        let r = |s: &str| serde_yaml::from_str::<AttackRounds>(s);
+        assert_eq!(r("mid").unwrap(), AttackRounds::Mid);
+        assert_eq!(r("[3, 5]").unwrap(), AttackRounds::List(vec![3, 5]));
+        assert_eq!(r("{every: 4}").unwrap(), AttackRounds::Every(4));
+        assert!(r("middle").unwrap_err().to_string().contains("allowed"));
+        assert!(AttackRounds::Mid.contains(100, 200) && !AttackRounds::Mid.contains(101, 200));
+        assert!(AttackRounds::Mid.contains(1, 1));
+        assert!(AttackRounds::Every(4).contains(8, 10) && !AttackRounds::Every(4).contains(6, 10));
+        assert!(AttackRounds::List(vec![0]).validate(5, "x").is_err());
+        assert!(AttackRounds::List(vec![6]).validate(5, "x").unwrap_err().to_string().contains("1..=5"));
+        for v in [AttackRounds::Mid, AttackRounds::All, AttackRounds::Every(3), AttackRounds::List(vec![2, 4])] {
+            assert_eq!(r(&serde_yaml::to_string(&v).unwrap()).unwrap(), v);
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The client-side seam: defenses, split into the three roles they play.
+//!
+//! - [`DataTransform`]: changes the client's data once, before round 1 (LDP on
+//!   features, labels or edges; label-DP). Whatever leaves the client afterwards is
+//!   computed from the transformed data only. Applied in the declared order.
+//! - [`LossTransform`]: replaces or extends the training loss (forward correction,
+//!   label-proportion regularisers). Applied in the declared order, each wrapping the
+//!   loss built so far, starting from cross-entropy.
+//! - [`LocalTrainer`]: replaces the local training loop (DP-GNN). At most one.
+//!
+//! A [`Defense`] bundles the roles one defense plays; a [`ClientPipeline`] is the
+//! ordered list of a scenario's defenses.
+
+use crate::error::{Error, Result};
+use crate::privacy::PrivacyCost;
+use crate::rng::Rng;
+use crate::train::{FullBatch, LocalData, LocalTrainer, Loss};
+
+pub trait DataTransform: Send + Sync {
+    /// Transform `client`'s data; return what it spent of the client's privacy (the
+    /// pipeline fills in `defense` with the defense's name).
+    fn apply(&self, client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>>;
+}
+
+pub trait LossTransform: Send + Sync {
+    /// The loss `client` trains with, given `inner` (cross-entropy or what earlier
+    /// defenses made of it) and the client's data after every data transform.
+    fn wrap(&self, client: usize, data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>>;
+}
+
+/// One defense: its name (as the scenario names it) and the roles it plays.
+pub struct Defense {
+    pub name: String,
+    pub data: Option<Box<dyn DataTransform>>,
+    pub loss: Option<Box<dyn LossTransform>>,
+    pub trainer: Option<Box<dyn LocalTrainer>>,
+}
+
+impl Defense {
+    /// A defense that plays no role yet (add roles with the `with_*` methods).
+    pub fn new(name: impl Into<String>) -> Defense {
+        Defense { name: name.into(), data: None, loss: None, trainer: None }
+    }
+    pub fn with_data(mut self, t: impl DataTransform + 'static) -> Defense {
+        self.data = Some(Box::new(t));
+        self
+    }
+    pub fn with_loss(mut self, t: impl LossTransform + 'static) -> Defense {
+        self.loss = Some(Box::new(t));
+        self
+    }
+    pub fn with_trainer(mut self, t: impl LocalTrainer + 'static) -> Defense {
+        self.trainer = Some(Box::new(t));
+        self
+    }
+}
+
+/// A scenario's defenses, in their declared order.
+#[derive(Default)]
+pub struct ClientPipeline {
+    defenses: Vec<Defense>,
+    /// Index of the defense that replaces the local trainer, if any.
+    trainer: Option<usize>,
+}
+
+impl ClientPipeline {
+    /// Rejects more than one defense that replaces the local trainer.
+    pub fn new(defenses: Vec<Defense>) -> Result<ClientPipeline> {
+        let trainers: Vec<usize> = defenses.iter().enumerate().filter(|(_, d)| d.trainer.is_some()).map(|(i, _)| i).collect();
+        if trainers.len() > 1 {
+            let names: Vec<&str> = trainers.iter().map(|&i| defenses[i].name.as_str()).collect();
+            return Err(Error::param(
+                "defenses",
+                format!(
+                    "{} each replace the local training loop; a scenario may use at most one such defense",
+                    names.join(" and ")
+                ),
+            ));
+        }
+        Ok(ClientPipeline { trainer: trainers.first().copied(), defenses })
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.defenses.iter().map(|d| d.name.as_str()).collect()
+    }
+
+    /// Apply every data transform in order to `client`'s data. The k-th transform
+    /// draws from `rng(k)`, its own stream. Returns the privacy spent, in order.
+    pub fn transform_data(&self, client: usize, data: &mut LocalData, mut rng: impl FnMut(usize) -> Rng) -> Result<Vec<PrivacyCost>> {
+        let mut spent = Vec::new();
+        for (k, d) in self.defenses.iter().enumerate() {
+            if let Some(t) = &d.data
+                && let Some(mut cost) = t.apply(client, data, &mut rng(k))?
+            {
+                cost.defense = d.name.clone();
+                spent.push(cost);
+            }
+        }
+        Ok(spent)
+    }
+
+    /// `client`'s loss: cross-entropy wrapped by every loss transform in order.
+    pub fn loss(&self, client: usize, data: &LocalData) -> Result<Box<dyn Loss>> {
+        let mut loss: Box<dyn Loss> = Box::new(crate::train::CrossEntropy);
+        for d in &self.defenses {
+            if let Some(t) = &d.loss {
+                loss = t.wrap(client, data, loss)?;
+            }
+        }
+        Ok(loss)
+    }
+
+    /// The local trainer (the one defense that replaces it, or [`FullBatch`]) and the
+    /// name of that defense.
+    pub fn trainer(&self) -> (&dyn LocalTrainer, Option<&str>) {
+        match self.trainer {
+            Some(i) => (self.defenses[i].trainer.as_deref().expect("index of a defense with a trainer"), Some(&self.defenses[i].name)),
+            None => (&FullBatch, None),
+        }
+    }
+}

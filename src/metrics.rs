@@ -1,0 +1,220 @@
+//! `metrics.json`: the machine-readable results of one run, as typed structs so that
+//! the file and `docs/metrics.md` stay in step. Attack output is scored here, against
+//! the clients' true training labels ([`crate::scoring`]).
+
+use serde::Serialize;
+
+use crate::backend::Backend;
+use crate::data::graph::BuildReport;
+use crate::data::DatasetStats;
+use crate::fed::{AttackReport, Inference, RoundMetrics, ThreatModel};
+use crate::model::Arch;
+use crate::partition::{ClientReport, DroppedEdges};
+use crate::privacy::{serialize_epsilon, PrivacyCost};
+use crate::scoring::{self, DistributionScores};
+
+pub const SCHEMA: &str = "fgl-sim/metrics/v1";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Metrics {
+    pub schema: &'static str,
+    pub scenario: String,
+    pub seed: u64,
+    pub backend: Backend,
+    pub stages_run: Vec<&'static str>,
+    pub model: ModelSummary,
+    #[serde(rename = "final")]
+    pub last: FinalSummary,
+    pub rounds: Vec<RoundMetrics>,
+    pub dataset: DatasetSummary,
+    pub split: SplitCounts,
+    pub partition: PartitionSummary,
+    /// The defenses' names, in the order they were applied.
+    pub defenses: Vec<String>,
+    /// The server's declared threat model.
+    pub threat_model: ThreatModel,
+    pub clients: Vec<ClientMetrics>,
+    /// One entry per attack that reported, in the scenario's order.
+    pub attacks: Vec<AttackMetrics>,
+    pub timings: Timings,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelSummary {
+    pub arch: Arch,
+    pub parameters: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FinalSummary {
+    pub round: usize,
+    pub test_accuracy: f64,
+    pub test_loss: f64,
+    pub train_loss: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DatasetSummary {
+    pub name: String,
+    pub stats: DatasetStats,
+    pub notes: Vec<String>,
+    pub build_report: BuildReport,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SplitCounts {
+    pub train: usize,
+    pub val: usize,
+    pub test: usize,
+    pub unused: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PartitionSummary {
+    pub method: String,
+    pub clients: usize,
+    pub communities: Option<usize>,
+    pub modularity: Option<f64>,
+    pub unassigned_nodes: usize,
+    pub dropped_edges: DroppedEdges,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientMetrics {
+    #[serde(flatten)]
+    pub report: ClientReport,
+    /// Per-class counts of the client's train nodes, true labels (what a
+    /// label-inference attack targets).
+    pub train_label_distribution: Vec<usize>,
+    pub test_accuracy: Option<f64>,
+    /// What each defense spent, in order.
+    pub privacy: Vec<PrivacyCost>,
+    /// Σ ε over `privacy` (sequential composition; "inf" when any is unbounded).
+    #[serde(serialize_with = "serialize_epsilon")]
+    pub epsilon_total: f64,
+}
+
+impl ClientMetrics {
+    pub fn new(report: ClientReport, train_label_distribution: Vec<usize>, test_accuracy: Option<f64>, privacy: Vec<PrivacyCost>) -> Self {
+        let epsilon_total = privacy.iter().map(|p| p.epsilon).sum();
+        ClientMetrics { report, train_label_distribution, test_accuracy, privacy, epsilon_total }
+    }
+}
+
+/// One attack's inferences, each scored against the client's true training labels.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttackMetrics {
+    pub attack: String,
+    pub reports: Vec<ScoredReport>,
+    /// Means over `reports`; null when there are none.
+    pub mean: Option<DistributionScores>,
+    /// The uniform guess scored the same way, averaged over the same reports.
+    pub uniform_baseline: Option<DistributionScores>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScoredReport {
+    pub round: usize,
+    pub client: usize,
+    pub estimate: Vec<f64>,
+    /// The client's true training-label distribution.
+    pub truth: Vec<f64>,
+    pub scores: DistributionScores,
+    pub uniform: DistributionScores,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StageTimings {
+    pub load_ms: f64,
+    pub partition_ms: f64,
+    pub split_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Timings {
+    pub stages_ms: StageTimings,
+    pub train_seconds: f64,
+    pub round_seconds: Vec<f64>,
+    pub total_ms: f64,
+}
+
+/// Score every report against `truth[client]` (true train-label counts), grouped by
+/// attack in the order attacks first reported; `notes` are the strategy's caveats.
+pub fn score_attacks(reports: &[AttackReport], notes: &[String], truth: &[Vec<usize>]) -> Vec<AttackMetrics> {
+    let mut out: Vec<AttackMetrics> = Vec::new();
+    for r in reports {
+        let Inference::LabelDistribution { estimate } = &r.inference;
+        let counts = &truth[r.client];
+        let scored = ScoredReport {
+            round: r.round,
+            client: r.client,
+            estimate: estimate.clone(),
+            truth: scoring::normalise(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>()),
+            scores: scoring::score_distribution(estimate, counts),
+            uniform: scoring::uniform_baseline(counts),
+        };
+        match out.iter_mut().find(|a| a.attack == r.attack) {
+            Some(a) => a.reports.push(scored),
+            None => out.push(AttackMetrics { attack: r.attack.clone(), reports: vec![scored], mean: None, uniform_baseline: None, notes: vec![] }),
+        }
+    }
+    for a in &mut out {
+        a.mean = mean(a.reports.iter().map(|r| r.scores));
+        a.uniform_baseline = mean(a.reports.iter().map(|r| r.uniform));
+        a.notes = notes.iter().filter(|n| n.starts_with(&format!("{}:", a.attack))).cloned().collect();
+    }
+    out
+}
+
+fn mean(scores: impl Iterator<Item = DistributionScores>) -> Option<DistributionScores> {
+    let all: Vec<DistributionScores> = scores.collect();
+    (!all.is_empty()).then(|| {
+        let n = all.len() as f64;
+        DistributionScores {
+            cos_sim: all.iter().map(|s| s.cos_sim).sum::<f64>() / n,
+            js_nats: all.iter().map(|s| s.js_nats).sum::<f64>() / n,
+            js_bits: all.iter().map(|s| s.js_bits).sum::<f64>() / n,
+        }
+    })
+}
+
+/// The privacy part of `summary.md` (empty without defenses that spend any).
+pub fn privacy_md(clients: &[ClientMetrics]) -> String {
+    if clients.iter().all(|c| c.privacy.is_empty()) {
+        return String::new();
+    }
+    let mut s = String::from("\n**Privacy spent** per client (sequential composition):\n\n| client | defenses (ε) | ε total |\n|---:|---|---:|\n");
+    for c in clients {
+        let parts: Vec<String> = c.privacy.iter().map(|p| format!("{} ({})", p.defense, eps(p.epsilon))).collect();
+        s.push_str(&format!("| {} | {} | {} |\n", c.report.id, parts.join(", "), eps(c.epsilon_total)));
+    }
+    s
+}
+
+/// The attack part of `summary.md` (empty without attack reports).
+pub fn attacks_md(m: &Metrics) -> String {
+    let mut s = String::new();
+    for a in &m.attacks {
+        let (Some(mean), Some(u)) = (a.mean, a.uniform_baseline) else { continue };
+        s.push_str(&format!(
+            "\n**Attack `{}`** ({} inferences, threat model {}): mean cos-sim {:.4} (uniform guess {:.4}), mean JS {:.4} nats / {:.4} bits (uniform {:.4} nats).\n",
+            a.attack,
+            a.reports.len(),
+            serde_json::to_value(m.threat_model).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            mean.cos_sim,
+            u.cos_sim,
+            mean.js_nats,
+            mean.js_bits,
+            u.js_nats
+        ));
+        for n in &a.notes {
+            s.push_str(&format!("- note: {n}\n"));
+        }
+    }
+    s
+}
+
+fn eps(e: f64) -> String {
+    if e.is_finite() { format!("{e}") } else { "∞".into() }
+}

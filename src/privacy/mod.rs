@@ -1,0 +1,93 @@
+//! Privacy mechanisms and their accounting, as plain functions of (input, ε, rng) that
+//! defenses reuse. What a defense spends is recorded per client as a [`PrivacyCost`].
+
+pub mod rr;
+
+use serde::{Deserialize, Serialize};
+
+pub use rr::RandomizedResponse;
+
+/// A privacy budget ε > 0; ∞ switches a mechanism off. In YAML: a number, `.inf` or
+/// `inf`; written back as a number or the string `inf` (JSON has no infinity).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
+pub struct Epsilon(pub f64);
+
+impl Epsilon {
+    pub const INFINITE: Epsilon = Epsilon(f64::INFINITY);
+
+    pub fn new(eps: f64) -> Result<Epsilon, String> {
+        if eps.is_nan() || eps <= 0.0 {
+            return Err(format!("ε = {eps} is not allowed: ε must be > 0 (`.inf` or `inf` switches the mechanism off)"));
+        }
+        Ok(Epsilon(eps))
+    }
+
+    pub fn value(self) -> f64 {
+        self.0
+    }
+
+    pub fn is_infinite(self) -> bool {
+        self.0.is_infinite()
+    }
+}
+
+impl Serialize for Epsilon {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serialize_epsilon(&self.0, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Epsilon {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Epsilon, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(f64),
+            Text(String),
+        }
+        let eps = match Raw::deserialize(d)? {
+            Raw::Number(x) => x,
+            Raw::Text(t) if matches!(t.trim().to_ascii_lowercase().as_str(), "inf" | ".inf" | "infinity") => f64::INFINITY,
+            Raw::Text(t) => return Err(serde::de::Error::custom(format!("`{t}` is not a privacy budget: expected a number > 0, `.inf` or `inf`"))),
+        };
+        Epsilon::new(eps).map_err(serde::de::Error::custom)
+    }
+}
+
+/// JSON has no infinity: ε = ∞ (no protection) is written as the string "inf".
+pub fn serialize_epsilon<S: serde::Serializer>(eps: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if eps.is_finite() { s.serialize_f64(*eps) } else { s.serialize_str("inf") }
+}
+
+/// What one defense spent of one client's privacy (a line of `metrics.json`'s
+/// `clients[i].privacy`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PrivacyCost {
+    /// The defense, by its name in the scenario.
+    pub defense: String,
+    /// What the guarantee protects and in which model, e.g. "labels of train and
+    /// validation nodes, ε-LDP per node".
+    pub protects: String,
+    #[serde(serialize_with = "serialize_epsilon")]
+    pub epsilon: f64,
+    pub delta: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn epsilon_accepts_numbers_and_infinity_and_rejects_the_rest() {
+        let e = |s: &str| serde_yaml::from_str::<Epsilon>(s);
+        assert_eq!(e("2.5").unwrap(), Epsilon(2.5));
+        assert!(e(".inf").unwrap().is_infinite());
+        assert!(e("inf").unwrap().is_infinite());
+        for bad in ["0", "-1", ".nan", "lots"] {
+            let msg = e(bad).unwrap_err().to_string();
+            assert!(msg.contains("> 0"), "{bad}: {msg}");
+        }
+        assert_eq!(serde_json::to_string(&Epsilon::INFINITE).unwrap(), "\"inf\"");
+        assert_eq!(serde_yaml::from_str::<Epsilon>(&serde_yaml::to_string(&Epsilon::INFINITE).unwrap()).unwrap(), Epsilon::INFINITE);
+    }
+}

@@ -1,0 +1,64 @@
+//! The `train:` section of a scenario: how a client trains locally.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OptimizerKind {
+    #[default]
+    Sgd,
+    Adam,
+}
+
+/// Local (client-side) training.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    pub optimizer: OptimizerKind,
+    pub lr: f64,
+    pub momentum: f64,
+    pub weight_decay: f64,
+    /// Full-batch epochs per round (E).
+    pub epochs: usize,
+    /// Keep, per client and round, the epoch with the lowest validation loss.
+    pub select_best_val: bool,
+    /// Keep each client's optimizer state (momentum, Adam moments) from one round to
+    /// the next instead of starting fresh; with one client (centralized) this is plain
+    /// uninterrupted training.
+    pub keep_optimizer_state: bool,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            optimizer: OptimizerKind::Sgd,
+            lr: 0.1,
+            momentum: 0.0,
+            weight_decay: 5e-4,
+            epochs: 5,
+            select_best_val: false,
+            keep_optimizer_state: false,
+        }
+    }
+}
+
+
+impl TrainConfig {
+    pub fn validate(&self) -> Result<()> {
+        if !(self.lr > 0.0 && self.lr.is_finite()) {
+            return Err(Error::param("train.lr", format!("{} must be a finite number > 0", self.lr)));
+        }
+        if !(0.0..1.0).contains(&self.momentum) {
+            return Err(Error::param("train.momentum", format!("{} is not in [0, 1)", self.momentum)));
+        }
+        if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
+            return Err(Error::param("train.weight_decay", format!("{} must be a finite number ≥ 0", self.weight_decay)));
+        }
+        if self.epochs == 0 {
+            return Err(Error::param("train.epochs", "must be at least 1"));
+        }
+        Ok(())
+    }
+}

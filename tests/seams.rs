@@ -1,0 +1,261 @@
+//! The two seams everything plugs into: attacks and defenses from YAML files outside
+//! the crate (no rebuild), defenses composing in declared order, the server running
+//! the model on graphs of its own, query access granted only when declared.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use fgl_sim::attacks::lda::{Lda, LdaConfig};
+use fgl_sim::attacks::AttackRounds;
+use fgl_sim::data::{DenseMatrix, Features, Graph, Role};
+use fgl_sim::defenses::DefenseSpec;
+use fgl_sim::fed::{
+    AttackOutput, ClientOracle, ClientPipeline, ClientUpdate, Defense, FedAvg, Inference, Injection, ModelParams, RoundContext,
+    ServerContext, ServerStrategy, ThreatModel,
+};
+use fgl_sim::presets::Named;
+use fgl_sim::run;
+use fgl_sim::scenario::Scenario;
+use fgl_sim::train::{FullBatch, LocalData};
+
+fn quickstart(overrides: &[&str]) -> Scenario {
+    let o: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    Scenario::load(Path::new("scenarios/quickstart.yaml"), &o).unwrap()
+}
+
+#[test]
+fn attack_and_defenses_from_user_files_run_without_a_rebuild() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::write(d.join("my-lda.yaml"), "kind: lda\nrounds: [2, 3]\ndummy: {nodes: 400}\n").unwrap();
+    std::fs::write(d.join("labels-a.yaml"), "kind: ldp-labels\nepsilon: 4\n").unwrap();
+    std::fs::write(d.join("labels-b.yaml"), "kind: ldp-labels\nepsilon: 6\nforward_correction: true\n").unwrap();
+    let quick = std::fs::read_to_string("scenarios/quickstart.yaml").unwrap();
+    let scenario = format!(
+        "{quick}\ndefenses: [labels-a.yaml, labels-b.yaml]\nattacks: [my-lda.yaml, {{name: lda-every, kind: lda, rounds: all}}]\n"
+    );
+    std::fs::write(d.join("s.yaml"), scenario).unwrap();
+    let out = d.join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_fgl-sim"))
+        .args(["run", d.join("s.yaml").to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"])
+        .args(["--set", "model.head=true", "--set", "federation.rounds=3"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap();
+
+    // The defenses ran, in the declared order, and each client's budget is reported.
+    assert_eq!(m["defenses"], serde_json::json!(["labels-a", "labels-b"]));
+    for c in m["clients"].as_array().unwrap() {
+        let p = c["privacy"].as_array().unwrap();
+        assert_eq!((p[0]["defense"].as_str(), p[0]["epsilon"].as_f64()), (Some("labels-a"), Some(4.0)));
+        assert_eq!((p[1]["defense"].as_str(), p[1]["epsilon"].as_f64()), (Some("labels-b"), Some(6.0)));
+        assert_eq!(c["epsilon_total"].as_f64(), Some(10.0));
+    }
+    // The attacks saw the updates of their rounds and ran the model on their dummy graph.
+    assert_eq!(m["threat_model"], "honest-but-curious");
+    let attacks = m["attacks"].as_array().unwrap();
+    assert_eq!(attacks.len(), 2);
+    assert_eq!(attacks[0]["attack"], "my-lda");
+    let reports = attacks[0]["reports"].as_array().unwrap();
+    let rounds: Vec<u64> = reports.iter().map(|r| r["round"].as_u64().unwrap()).collect();
+    assert_eq!(rounds, [2, 2, 2, 2, 2, 3, 3, 3, 3, 3]);
+    for r in reports {
+        let est: Vec<f64> = r["estimate"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert_eq!(est.len(), 4);
+        assert!((est.iter().sum::<f64>() - 1.0).abs() < 1e-9 && est.iter().all(|&x| x >= 0.0), "{est:?}");
+    }
+    assert_eq!(attacks[1]["reports"].as_array().unwrap().len(), 15);
+    // The passive estimate beats guessing uniformly, on average.
+    let (cos, uni) = (attacks[0]["mean"]["cos_sim"].as_f64().unwrap(), attacks[0]["uniform_baseline"]["cos_sim"].as_f64().unwrap());
+    assert!(cos > uni, "lda cos-sim {cos} vs uniform {uni}");
+    // The resolved scenario records the contents, not only the file names.
+    let resolved = std::fs::read_to_string(out.join("scenario.resolved.yaml")).unwrap();
+    for needle in ["name: labels-b", "forward_correction: true", "name: my-lda", "nodes: 400", "edge_probability: 0.005"] {
+        assert!(resolved.contains(needle), "`{needle}` not in:\n{resolved}");
+    }
+    // … and runs again as it is, to the same numbers.
+    let again = d.join("again");
+    let o = Command::new(env!("CARGO_BIN_EXE_fgl-sim"))
+        .args(["run", out.join("scenario.resolved.yaml").to_str().unwrap(), "--out", again.to_str().unwrap(), "--quiet"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m2: serde_json::Value = serde_json::from_slice(&std::fs::read(again.join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(m["rounds"], m2["rounds"]);
+    assert_eq!(m["attacks"], m2["attacks"]);
+}
+
+fn defense(yaml: &str, name: &str) -> Defense {
+    let mut n: Named<DefenseSpec> = serde_yaml::from_str(yaml).unwrap();
+    n.name = name.into();
+    n.spec.build(&n.name).unwrap().unwrap()
+}
+
+#[test]
+fn data_transforms_compose_in_declared_order() {
+    let s = quickstart(&[]);
+    let p = run::prepare(&s, None).unwrap();
+    let local = LocalData::of_client(&p.dataset, &p.clients[0], &p.split).unwrap();
+    let (a, b) = ("{kind: ldp-labels, epsilon: 0.5}", "{kind: ldp-labels, epsilon: 2}");
+    let stream = |k: usize| fgl_sim::rng::derive(7, "client-transform", &[0, k as u64]);
+
+    let pipeline = ClientPipeline::new(vec![defense(a, "a"), defense(b, "b")]).unwrap();
+    let mut composed = local.clone();
+    let spent = pipeline.transform_data(0, &mut composed, stream).unwrap();
+    assert_eq!(spent.iter().map(|c| (c.defense.as_str(), c.epsilon)).collect::<Vec<_>>(), [("a", 0.5), ("b", 2.0)]);
+
+    // The same as applying a, then b, each from its own stream.
+    let mut by_hand = local.clone();
+    defense(a, "a").data.unwrap().apply(0, &mut by_hand, &mut stream(0)).unwrap();
+    defense(b, "b").data.unwrap().apply(0, &mut by_hand, &mut stream(1)).unwrap();
+    assert_eq!(composed.labels, by_hand.labels);
+    // Labels changed, only on train and validation nodes.
+    let changed: Vec<usize> = (0..local.labels.len()).filter(|&v| composed.labels[v] != local.labels[v]).collect();
+    assert!(!changed.is_empty());
+    assert!(changed.iter().all(|&v| matches!(local.roles[v], Role::Train | Role::Val)));
+
+    // The other order gives other labels.
+    let reversed = ClientPipeline::new(vec![defense(b, "b"), defense(a, "a")]).unwrap();
+    let mut other = local.clone();
+    reversed.transform_data(0, &mut other, stream).unwrap();
+    assert_ne!(other.labels, composed.labels);
+}
+
+#[test]
+fn at_most_one_defense_replaces_the_local_trainer() {
+    let e = ClientPipeline::new(vec![
+        Defense::new("dp-one").with_trainer(FullBatch),
+        Defense::new("none-really"),
+        Defense::new("dp-two").with_trainer(FullBatch),
+    ])
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("defenses") && e.contains("dp-one and dp-two") && e.contains("at most one"), "{e}");
+}
+
+/// Wraps the passive `lda` attack and, in round 1, broadcasts a model whose GNN layers
+/// have zero weights and bias 0.1: every node's head input is then the same vector, the
+/// case in which EC-LDA's estimator is exact.
+struct ConstantEmbeddings(Lda);
+
+impl ServerStrategy for ConstantEmbeddings {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn setup(&mut self, server: &Arc<ServerContext>) -> fgl_sim::Result<()> {
+        self.0.setup(server)
+    }
+    fn before_broadcast(&mut self, _ctx: &RoundContext, _client: usize, global: &ModelParams) -> Option<ModelParams> {
+        let mut p = global.clone();
+        for t in p.tensors.iter_mut().filter(|t| t.name.starts_with("convs.")) {
+            let v = if t.name.ends_with(".bias") { 0.1 } else { 0.0 };
+            t.values.iter_mut().for_each(|x| *x = v);
+        }
+        Some(p)
+    }
+    fn after_update(&mut self, ctx: &RoundContext, update: &ClientUpdate<'_>) -> fgl_sim::Result<()> {
+        self.0.after_update(ctx, update)
+    }
+    fn finish(&mut self) -> AttackOutput {
+        self.0.finish()
+    }
+}
+
+#[test]
+fn lda_is_exact_when_every_head_input_is_the_same() {
+    let s = quickstart(&["model.head=true", "model.dropout=0", "train.epochs=1", "train.weight_decay=0", "federation.rounds=1"]);
+    let p = run::prepare(&s, None).unwrap();
+    let config = LdaConfig { rounds: AttackRounds::All, ..Default::default() };
+    let mut attack = ConstantEmbeddings(Lda::new("lda", config));
+    let r = run::federation(&s, &p, false).unwrap().run(&mut attack).unwrap();
+    assert_eq!(r.attack.reports.len(), 5);
+    for rep in &r.attack.reports {
+        let c = &p.clients[rep.client];
+        let truth = p.dataset.label_counts(c.nodes.iter().copied().filter(|&v| p.split.roles[v] == Role::Train));
+        let n: usize = truth.iter().sum();
+        let Inference::LabelDistribution { estimate } = &rep.inference;
+        for (e, &t) in estimate.iter().zip(&truth) {
+            assert!((e - t as f64 / n as f64).abs() < 1e-3, "client {}: {estimate:?} vs {truth:?}", rep.client);
+        }
+    }
+}
+
+/// Records what the server can do at setup and what the oracle answers.
+#[derive(Default)]
+struct Prober {
+    declare_query: bool,
+    queries: usize,
+    own_graph_logits: Option<Vec<f32>>,
+    oracle_answer: Option<Vec<f32>>,
+    server: Option<Arc<ServerContext>>,
+    first_global: Option<ModelParams>,
+}
+
+impl ServerStrategy for Prober {
+    fn name(&self) -> &str {
+        "prober"
+    }
+    fn threat_model(&self) -> ThreatModel {
+        if self.declare_query { ThreatModel::QueryAccess } else { ThreatModel::HonestButCurious }
+    }
+    fn setup(&mut self, server: &Arc<ServerContext>) -> fgl_sim::Result<()> {
+        assert!(server.param_names.iter().any(|n| n == "head.weight"), "{:?}", server.param_names);
+        self.server = Some(server.clone());
+        Ok(())
+    }
+    fn after_aggregation(&mut self, _ctx: &RoundContext, _previous: &ModelParams, aggregated: ModelParams) -> ModelParams {
+        // The server runs the model on a one-node graph of its own.
+        let server = self.server.as_ref().unwrap();
+        let x = Features::Dense(DenseMatrix { rows: 1, cols: server.in_dim, data: vec![0.5; server.in_dim] });
+        let out = server.forward(&aggregated, &Graph::empty(1), &x).unwrap();
+        let probs = burn::tensor::activation::softmax(out.logits, 1);
+        self.own_graph_logits.get_or_insert(probs.into_data().convert::<f32>().try_into_vec::<f32>().unwrap());
+        self.first_global.get_or_insert(aggregated.clone());
+        aggregated
+    }
+    fn query(&mut self, ctx: &RoundContext, oracle: &dyn ClientOracle) -> fgl_sim::Result<()> {
+        assert!(self.declare_query, "the oracle reached a strategy that did not declare query access");
+        self.queries += 1;
+        if ctx.round == 1 {
+            assert_eq!(oracle.num_clients(), 5);
+            let n = oracle.num_nodes(2);
+            // An injected node without links: its output depends on its features only.
+            let injection = Injection { features: vec![vec![0.5; self.server.as_ref().unwrap().in_dim]], links: vec![] };
+            self.oracle_answer = Some(oracle.query(2, &injection).unwrap().remove(0));
+            // Linked to a node of the client, it sees the client's graph.
+            let linked = Injection { links: vec![(0, 0)], ..injection.clone() };
+            assert_ne!(oracle.query(2, &linked).unwrap()[0], self.oracle_answer.clone().unwrap());
+            assert!(oracle.query(2, &Injection { links: vec![(0, n)], ..injection }).is_err());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn the_server_runs_the_model_and_queries_only_when_it_declares_so() {
+    let s = quickstart(&["model.head=true", "federation.rounds=2"]);
+    let p = run::prepare(&s, None).unwrap();
+    let mut honest = Prober::default();
+    let r = run::federation(&s, &p, false).unwrap().run(&mut honest).unwrap();
+    assert_eq!((honest.queries, r.threat_model), (0, ThreatModel::HonestButCurious));
+    assert!(honest.own_graph_logits.is_some());
+
+    let mut querying = Prober { declare_query: true, ..Default::default() };
+    let r2 = run::federation(&s, &p, false).unwrap().run(&mut querying).unwrap();
+    assert_eq!((querying.queries, r2.threat_model), (2, ThreatModel::QueryAccess));
+    // Querying does not change training.
+    assert_eq!(r.rounds, r2.rounds);
+    // The oracle's answer for an isolated injected node equals the server's own forward
+    // pass on a one-node graph with the same features, with the same (round-1) model.
+    let (a, b) = (querying.oracle_answer.unwrap(), querying.own_graph_logits.unwrap());
+    assert_eq!(a.len(), 4);
+    for (x, y) in a.iter().zip(&b) {
+        assert!((x - y).abs() < 1e-6, "{a:?} vs {b:?}");
+    }
+    // Plain FedAvg with every hook at its default trains the same as the observers.
+    let r3 = run::federation(&s, &p, false).unwrap().run(&mut FedAvg).unwrap();
+    assert_eq!(r3.rounds, r.rounds);
+}
