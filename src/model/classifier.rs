@@ -123,7 +123,7 @@ impl NodeClassifier {
             // The last layer is the "output" layer: logits without a head, `hidden`
             // features for the head with one. GAT uses one head there, as PyG/LPGNN do.
             let last = i + 1 == config.layers;
-            let d_out = if last && !head_on { classes } else { config.hidden };
+            let d_out = if last && !head_on { classes } else { config.hidden.width(i) };
             let conv = match config.arch {
                 Arch::Gcn => Conv::Gcn(GcnConv::new(d_in, d_out, &mut init)),
                 Arch::Sage => Conv::Sage(SageConv::new(d_in, d_out, &mut init)),

@@ -22,8 +22,9 @@ pub struct ModelConfig {
     pub arch: Arch,
     /// Number of GNN layers, 1..=3.
     pub layers: usize,
-    /// Width of hidden layers (per head for GAT).
-    pub hidden: usize,
+    /// Width of the hidden layers (per head for GAT): one number for all of them, or
+    /// one per layer output that is not the logits (`[512, 64]`: EC-LDA's widths).
+    pub hidden: Hidden,
     /// GAT heads in hidden layers (the layer producing logits or feeding the head uses 1).
     pub heads: usize,
     pub activation: Activation,
@@ -42,7 +43,7 @@ impl Default for ModelConfig {
         ModelConfig {
             arch: Arch::Gcn,
             layers: 2,
-            hidden: 16,
+            hidden: Hidden::All(16),
             heads: 8,
             activation: Activation::Relu,
             dropout: 0.5,
@@ -54,12 +55,33 @@ impl Default for ModelConfig {
 }
 
 impl ModelConfig {
+    /// How many layer outputs are hidden (not the logits): every GNN layer's with a
+    /// head, all but the last one's without.
+    pub fn hidden_outputs(&self) -> usize {
+        if self.head { self.layers } else { self.layers.saturating_sub(1) }
+    }
+
     pub fn validate(&self) -> Result<()> {
         if !(1..=3).contains(&self.layers) {
             return Err(Error::param("model.layers", format!("{} is not allowed; allowed 1..=3", self.layers)));
         }
-        if self.hidden == 0 {
-            return Err(Error::param("model.hidden", "must be at least 1"));
+        let outputs = self.hidden_outputs();
+        match &self.hidden {
+            Hidden::All(0) => return Err(Error::param("model.hidden", "must be at least 1")),
+            Hidden::PerLayer(w) if w.len() != outputs => {
+                return Err(Error::param(
+                    "model.hidden",
+                    format!(
+                        "{} width(s) given for {outputs} hidden output(s): {} layer(s){} need one width per layer output \
+                         other than the logits",
+                        w.len(),
+                        self.layers,
+                        if self.head { " and a head" } else { " without a head" }
+                    ),
+                ));
+            }
+            Hidden::PerLayer(w) if w.contains(&0) => return Err(Error::param("model.hidden", "every width must be at least 1")),
+            _ => {}
         }
         if self.heads == 0 {
             return Err(Error::param("model.heads", "must be at least 1"));
@@ -70,5 +92,67 @@ impl ModelConfig {
             }
         }
         Ok(())
+    }
+}
+
+/// Hidden widths (YAML `hidden: 16` or `hidden: [512, 64]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Hidden {
+    /// The same width for every hidden output.
+    All(usize),
+    /// One width per hidden output, first layer first.
+    PerLayer(Vec<usize>),
+}
+
+impl Hidden {
+    /// The width of hidden output `i` (0-based).
+    pub fn width(&self, i: usize) -> usize {
+        match self {
+            Hidden::All(w) => *w,
+            Hidden::PerLayer(w) => w[i],
+        }
+    }
+}
+
+impl From<usize> for Hidden {
+    fn from(w: usize) -> Hidden {
+        Hidden::All(w)
+    }
+}
+
+impl std::fmt::Display for Hidden {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Hidden::All(w) => write!(f, "{w}"),
+            Hidden::PerLayer(w) => write!(f, "{w:?}"),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum RawHidden {
+    All(usize),
+    PerLayer(Vec<usize>),
+}
+
+impl Serialize for Hidden {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Hidden::All(w) => RawHidden::All(*w),
+            Hidden::PerLayer(w) => RawHidden::PerLayer(w.clone()),
+        }
+        .serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Hidden {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Hidden, D::Error> {
+        Ok(match RawHidden::deserialize(d).map_err(|_| {
+            serde::de::Error::custom("expected a width (e.g. 16) or one width per hidden layer output (e.g. [512, 64])")
+        })? {
+            RawHidden::All(w) => Hidden::All(w),
+            RawHidden::PerLayer(w) => Hidden::PerLayer(w),
+        })
     }
 }

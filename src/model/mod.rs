@@ -28,7 +28,7 @@ mod tests;
 
 pub use classifier::{Conv, NodeClassifier, Output};
 pub use activation::Activation;
-pub use config::{Arch, ModelConfig};
+pub use config::{Arch, Hidden, ModelConfig};
 pub use gat::GatConv;
 pub use gcn::GcnConv;
 pub use graph_tensors::{GraphTensors, Norm};

@@ -4,7 +4,7 @@
 use burn::tensor::{Tensor, TensorCreationOptions};
 
 use super::support::*;
-use crate::model::config::{Arch, ModelConfig};
+use crate::model::config::{Arch, Hidden, ModelConfig};
 use crate::model::graph_tensors::GraphTensors;
 use crate::model::input::{InputLayout, NodeInput};
 use crate::model::{Conv, NodeClassifier};
@@ -18,7 +18,7 @@ fn parse(yaml: &str) -> Result<ModelConfig, serde_yaml::Error> {
 fn config_defaults_parse_and_validate() {
     let c = parse("{}").unwrap();
     assert_eq!(c, ModelConfig::default());
-    assert_eq!((c.arch, c.layers, c.hidden, c.heads, c.dropout, c.kprop_steps, c.head), (Arch::Gcn, 2, 16, 8, 0.5, 0, false));
+    assert_eq!((c.arch, c.layers, c.hidden, c.heads, c.dropout, c.kprop_steps, c.head), (Arch::Gcn, 2, Hidden::All(16), 8, 0.5, 0, false));
     let c = parse("arch: gat\nlayers: 3\nactivation: selu\nhead: true\nkprop_steps: 4").unwrap();
     assert_eq!((c.arch, c.layers, c.head, c.kprop_steps), (Arch::Gat, 3, true, 4));
     c.validate().unwrap();
@@ -34,7 +34,29 @@ fn config_validation_names_the_field() {
     let bad = ModelConfig { dropout: 1.0, ..ModelConfig::default() };
     assert!(bad.validate().unwrap_err().to_string().contains("model.dropout"));
     assert!(ModelConfig::default().init(0, 3, 1, &cpu()).is_err());
-    assert!(ModelConfig { hidden: 0, ..ModelConfig::default() }.init(4, 3, 1, &cpu()).is_err());
+    assert!(ModelConfig { hidden: 0.into(), ..ModelConfig::default() }.init(4, 3, 1, &cpu()).is_err());
+}
+
+/// EC-LDA's model: 1433 → 512 → 64 → C is `layers: 2, hidden: [512, 64], head: true`.
+#[test]
+fn one_width_per_layer() {
+    let c = parse("layers: 2\nhidden: [12, 5]\nhead: true").unwrap();
+    assert_eq!(c.hidden, Hidden::PerLayer(vec![12, 5]));
+    for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+        let m = ModelConfig { arch, heads: 2, ..c.clone() }.init(10, 3, 1, &cpu()).unwrap();
+        // GAT concatenates its heads in the first layer: 2 × 12 columns.
+        let first = if arch == Arch::Gat { 24 } else { 12 };
+        assert_eq!((m.convs[0].d_out(), m.convs[1].d_out()), (first, 5), "{arch:?}");
+        assert_eq!(m.head.as_ref().unwrap().weight.dims(), [5, 3], "{arch:?}");
+    }
+    // Without a head the last layer gives the logits: one width fewer.
+    parse("layers: 3\nhidden: [8, 4]").unwrap().validate().unwrap();
+    let e = parse("layers: 2\nhidden: [8, 4]").unwrap().validate().unwrap_err().to_string();
+    assert!(e.contains("model.hidden") && e.contains("2 width(s) given for 1"), "{e}");
+    assert!(parse("layers: 2\nhidden: [0, 4]\nhead: true").unwrap().validate().is_err());
+    assert!(parse("hidden: wide").unwrap_err().to_string().contains("[512, 64]"));
+    // A single width still reads and writes as a number.
+    assert_eq!(serde_yaml::to_string(&ModelConfig::default()).unwrap().lines().find(|l| l.starts_with("hidden")), Some("hidden: 16"));
 }
 
 fn setup(options: TensorCreationOptions) -> (GraphTensors, NodeInput) {
@@ -49,7 +71,7 @@ fn every_architecture_depth_and_head_gives_the_right_shapes() {
     for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
         for layers in 1..=3 {
             for head in [false, true] {
-                let c = ModelConfig { arch, layers, head, hidden: 5, heads: 3, kprop_steps: 2, ..ModelConfig::default() };
+                let c = ModelConfig { arch, layers, head, hidden: 5.into(), heads: 3, kprop_steps: 2, ..ModelConfig::default() };
                 let m = c.init(10, 4, 7, f64_cpu()).unwrap();
                 assert_eq!(m.convs.len(), layers);
                 let out = m.forward(&x, &g);
