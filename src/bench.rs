@@ -101,10 +101,8 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
             }
         };
         let local = LocalData::of_client(&whole.dataset, &whole.clients[0], &whole.split)?;
-        let tensors = ClientTensors::new(&local, &device)?;
-        let layout = if matches!(tensors.input, crate::model::NodeInput::Sparse(_)) { "sparse" } else { "dense" };
         let mut line = format!(
-            "{name:<14} {:>6} nodes {:>6} edges {:>5} feats ({layout}) | ms/epoch",
+            "{name:<14} {:>6} nodes {:>6} edges {:>5} feats | ms/epoch",
             whole.dataset.num_nodes(),
             whole.dataset.graph.num_edges(),
             local.features.cols()
@@ -112,6 +110,9 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
         let one_epoch = TrainConfig { epochs: 1, ..TrainConfig::default() };
         for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
             let cfg = crate::model::ModelConfig { arch, heads: 8, ..Default::default() };
+            // The input layout depends on the first layer's width (GAT: 8 heads × 16).
+            let tensors = ClientTensors::new(&local, cfg.first_width(whole.dataset.num_classes()), &device)?;
+            let layout = if matches!(tensors.input, crate::model::NodeInput::Sparse(_)) { "sparse" } else { "dense" };
             let mut model = cfg.init(local.features.cols(), whole.dataset.num_classes(), 0, &device.clone().autodiff())?;
             let mut rng = crate::rng::derive(0, "bench", &[]);
             let mut optim = train::optimizer(&one_epoch);
@@ -123,7 +124,7 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
                 model = m;
                 times.push(t.elapsed().as_secs_f64() * 1e3);
             }
-            line.push_str(&format!(" {} {:>7.1}", yaml_name(&arch), median(times[1..].to_vec())));
+            line.push_str(&format!(" {} {:>7.1} ({layout})", yaml_name(&arch), median(times[1..].to_vec())));
         }
         println!("{line}");
 
@@ -141,6 +142,47 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
     }
     if let Some(mib) = peak_rss_mib() {
         println!("peak resident memory: {mib:.1} MiB");
+    }
+    Ok(())
+}
+
+/// The first layer's X·W, forward and backward into W (no gradient into X), with the
+/// input stored dense and sparse, per output width: the measurement behind
+/// [`crate::model::InputLayout::auto`]. Cora (1.27 % non-zero), CiteSeer (0.85 %) and
+/// the synthetic default (dense).
+pub fn layout(dir: Option<&Path>, backend: Backend, reps: usize) -> Result<()> {
+    use crate::model::{InputLayout, NodeInput};
+    let device = crate::backend::device(backend)?;
+    println!(
+        "bench layout: backend {}, {} rayon threads, ms per forward+backward of X·W (median of {reps})",
+        yaml_name(&backend),
+        rayon::current_num_threads()
+    );
+    for name in ["cora", "citeseer", "synthetic"] {
+        let ds = match registry::load(name, dir, &SyntheticConfig::default(), 0) {
+            Ok(ds) => ds,
+            Err(e) => {
+                println!("{name:<10} skipped: {e}");
+                continue;
+            }
+        };
+        let x = ds.require_features()?;
+        let density = x.nnz() as f64 / (x.rows() * x.cols()) as f64;
+        let inputs = [InputLayout::Dense, InputLayout::Sparse].map(|l| NodeInput::with_layout(x, l, &device));
+        for width in [16, 64, 128, 256, 512] {
+            let mut init = crate::model::init::Init::new(0, &device.clone().autodiff());
+            let w = init.glorot([x.cols(), width], x.cols(), width).val();
+            let mut line = format!("{name:<10} {}×{} ({:.2} % non-zero) width {width:>3} |", x.rows(), x.cols(), density * 100.0);
+            for (layout, input) in ["dense", "sparse"].iter().zip(&inputs) {
+                let t = median_ms(reps, || {
+                    let grads = input.matmul(w.clone()).sum().backward();
+                    Ok(w.grad(&grads).map(|g| g.sum().into_scalar::<f32>()))
+                })?;
+                line.push_str(&format!(" {layout} {t:>8.2}"));
+            }
+            line.push_str(&format!(" | auto picks {:?}", InputLayout::auto(x, width)));
+            println!("{line}");
+        }
     }
     Ok(())
 }

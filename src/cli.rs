@@ -124,6 +124,20 @@ enum BenchWhat {
         #[arg(long, default_value_t = 5)]
         reps: usize,
     },
+    /// First-layer X·W (forward + backward) with dense and sparse input, per width: the
+    /// measurement behind the automatic input layout.
+    Layout {
+        #[command(flatten)]
+        data: DataDirArg,
+        #[arg(long, value_enum, default_value = "cpu")]
+        backend: Backend,
+        /// Repetitions per figure (the median is reported).
+        #[arg(long, default_value_t = 15)]
+        reps: usize,
+        /// Worker threads.
+        #[arg(long)]
+        threads: Option<usize>,
+    },
     /// Training figures: ms per epoch (GCN, GraphSAGE, GAT 2 × 16) and seconds per FedAvg
     /// round (10 clients, E = 5) on Cora and a PubMed-sized synthetic graph.
     Train {
@@ -194,6 +208,10 @@ fn dispatch(command: Command) -> Result<()> {
             partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
         }
         Command::Bench { what: BenchWhat::Data { data, reps } } => crate::bench::data(data_dir(&data).as_deref(), reps),
+        Command::Bench { what: BenchWhat::Layout { data, backend, reps, threads } } => {
+            let dir = data_dir(&data);
+            crate::backend::with_threads(threads, || crate::bench::layout(dir.as_deref(), backend, reps))
+        }
         Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::train(dir.as_deref(), backend, epochs, rounds))

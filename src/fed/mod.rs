@@ -121,7 +121,7 @@ impl Federation {
                 Weighting::All => local.graph.num_nodes(),
             };
             let loss = pipeline.loss(id, &local)?;
-            let tensors = ClientTensors::new(&local, &device)?;
+            let tensors = ClientTensors::new(&local, setup.model.first_width(classes), &device)?;
             states.push(ClientState { id, local, tensors, loss, weight, privacy, rounds_trained: 0, optimizer: Mutex::new(None) });
         }
         if states.iter().all(|s| s.weight == 0 || s.tensors.train.len == 0) {

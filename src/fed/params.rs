@@ -183,7 +183,7 @@ mod tests {
         let g = Graph::from_edges(3, [(0, 1), (1, 2)], "t").unwrap().0;
         let gt = crate::model::GraphTensors::new(&g, &device.clone().inner()).unwrap();
         let x = crate::data::Features::Dense(crate::data::DenseMatrix { rows: 3, cols: 5, data: (0..15).map(|i| i as f32 / 10.0).collect() });
-        let input = crate::model::NodeInput::from_features(&x, &device.clone().inner());
+        let input = crate::model::NodeInput::from_features(&x, 16, &device.clone().inner());
         let loss = b_as_a.forward(&input, &gt).logits.sum();
         let grads = loss.backward();
         let gp = burn::optim::GradientsParams::from_grads(grads, &b_as_a);

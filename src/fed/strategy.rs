@@ -116,7 +116,7 @@ impl ServerContext {
             )));
         }
         let g = GraphTensors::new(graph, &self.device)?;
-        let x = NodeInput::from_features(features, &self.device);
+        let x = NodeInput::from_features(features, self.model.first_width(self.classes), &self.device);
         Ok(self.model(params).forward(&x, &g))
     }
 }

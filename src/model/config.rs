@@ -61,6 +61,19 @@ impl ModelConfig {
         if self.head { self.layers } else { self.layers.saturating_sub(1) }
     }
 
+    /// Output columns of the first layer's X·W for `classes` classes (all heads of a
+    /// concatenating GAT layer; root and neighbour halves of a SAGE layer): what the
+    /// input layout is chosen for.
+    pub fn first_width(&self, classes: usize) -> usize {
+        let last = self.layers == 1;
+        let out = if last && !self.head { classes } else { self.hidden.width(0) };
+        match self.arch {
+            Arch::Gat if !last => out * self.heads,
+            Arch::Sage => 2 * out,
+            _ => out,
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         if !(1..=3).contains(&self.layers) {
             return Err(Error::param("model.layers", format!("{} is not allowed; allowed 1..=3", self.layers)));

@@ -3,8 +3,8 @@
 //! Every layer starts with X·W. For bag-of-words features a dense matmul mostly
 //! multiplies zeros; the sparse form computes X·W with the message-passing primitive
 //! instead: each non-zero (r, c, x_rc) is an "edge" from row c of W to node r with
-//! weight x_rc. Which is faster depends on size and density (see
-//! [`InputLayout::SPARSE_BELOW_DENSITY`]); both give the same values and gradients.
+//! weight x_rc. Which is faster depends on density and the first layer's width (see
+//! [`InputLayout::auto`]); both give the same values and gradients.
 
 use burn::tensor::{Tensor, TensorCreationOptions, TensorData};
 
@@ -19,27 +19,26 @@ pub enum InputLayout {
 }
 
 impl InputLayout {
-    /// Density (non-zeros / entries) below which [`InputLayout::auto`] picks the sparse
-    /// layout.
-    ///
-    /// Measured on the ndarray CPU backend, ms per forward+backward of a 2-layer GCN
-    /// (hidden 16): Cora-sized input (2708×1433, 1.27 % non-zero) dense 28, sparse 35;
-    /// CoraFull-sized input (19793×8710, 0.57 %) dense 1835, sparse 807. A dense first
-    /// layer costs ~N·d·width multiply-adds, a sparse one a fixed ~0.1 µs per non-zero
-    /// per gather/scatter (four per step), so the crossover density is about
-    /// width/2000: 0.8 % for width 16. Below 1 % the sparse layout also saves the dense
-    /// matrix's memory (CoraFull: 690 MB in f32).
-    pub const SPARSE_BELOW_DENSITY: f64 = 0.01;
-
-    /// The faster layout for `features` on the CPU backend: sparse below 1 % density,
-    /// dense otherwise.
-    pub fn auto(features: &Features) -> InputLayout {
+    /// The faster layout on the CPU backend (burn-flex) for `features` multiplied by a
+    /// weight of `width` output columns, from a cost model fitted to `fgl-sim bench
+    /// layout` (Cora 2708×1433 at 1.27 % and CiteSeer 3312×3703 at 0.86 % non-zero,
+    /// widths 16–512, forward + backward into W, 2 threads): dense ≈ 0.04 ns per
+    /// N·d·width; sparse ≈ 1.1 ns per nnz·width while the gathered `[nnz, width]` block
+    /// stays under ~8 M entries, ≈ 4.2 ns beyond (it falls out of cache). So sparse wins
+    /// below ≈ 3.6 % density for narrow products and below ≈ 0.95 % for wide ones, and
+    /// the width matters: Cora is sparse at width 128 and dense at 256 and 512.
+    pub fn auto(features: &Features, width: usize) -> InputLayout {
+        const DENSE_NS: f64 = 0.04;
+        const SPARSE_NS: f64 = 1.1;
+        const SPARSE_WIDE_NS: f64 = 4.2;
+        const WIDE_ENTRIES: usize = 8 << 20;
         let entries = features.rows() * features.cols();
-        if entries > 0 && (features.nnz() as f64) < Self::SPARSE_BELOW_DENSITY * entries as f64 {
-            InputLayout::Sparse
-        } else {
-            InputLayout::Dense
+        let nnz = features.nnz();
+        if entries == 0 {
+            return InputLayout::Dense;
         }
+        let sparse_ns = if nnz.saturating_mul(width) <= WIDE_ENTRIES { SPARSE_NS } else { SPARSE_WIDE_NS };
+        if (nnz as f64) * sparse_ns < DENSE_NS * entries as f64 { InputLayout::Sparse } else { InputLayout::Dense }
     }
 }
 
@@ -60,9 +59,20 @@ pub enum NodeInput {
 }
 
 impl NodeInput {
-    /// Upload `features` in the layout [`InputLayout::auto`] picks.
-    pub fn from_features(features: &Features, options: impl Into<TensorCreationOptions>) -> NodeInput {
-        Self::with_layout(features, InputLayout::auto(features), options)
+    /// Upload `features` in the layout [`InputLayout::auto`] picks for a first layer of
+    /// `width` output columns.
+    /// The cost model is the CPU's; on GPU devices the layout stays the one measured
+    /// before it (sparse below 1 % density), pending a measurement there.
+    pub fn from_features(features: &Features, width: usize, options: impl Into<TensorCreationOptions>) -> NodeInput {
+        let options = options.into();
+        let layout = match Strategy::for_device(&options.device) {
+            Strategy::Rows => InputLayout::auto(features, width),
+            Strategy::Elements => {
+                let entries = features.rows() * features.cols();
+                if entries > 0 && (features.nnz() as f64) < 0.01 * entries as f64 { InputLayout::Sparse } else { InputLayout::Dense }
+            }
+        };
+        Self::with_layout(features, layout, options)
     }
 
     /// Upload `features` in the given layout (either storage kind converts to either).

@@ -90,10 +90,12 @@ pub struct ClientTensors {
 }
 
 impl ClientTensors {
-    pub fn new(data: &LocalData, device: &Device) -> Result<ClientTensors> {
+    /// `first_width`: output columns of the model's first layer (see
+    /// `ModelConfig::first_width`), which decides the input's layout.
+    pub fn new(data: &LocalData, first_width: usize, device: &Device) -> Result<ClientTensors> {
         Ok(ClientTensors {
             graph: GraphTensors::new(&data.graph, device)?,
-            input: NodeInput::from_features(&data.features, device),
+            input: NodeInput::from_features(&data.features, first_width, device),
             train: NodeSet::new(data, Role::Train, device),
             val: NodeSet::new(data, Role::Val, device),
             test: NodeSet::new(data, Role::Test, device),

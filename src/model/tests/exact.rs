@@ -211,11 +211,19 @@ fn gat_softmax_is_stable_for_large_logits() {
 }
 
 #[test]
-fn auto_layout_follows_density() {
-    assert_eq!(InputLayout::auto(&sparse_features(8, 50, 400, 0.005)), InputLayout::Sparse);
-    assert_eq!(InputLayout::auto(&sparse_features(8, 50, 400, 0.05)), InputLayout::Dense);
+fn auto_layout_follows_density_and_width() {
+    assert_eq!(InputLayout::auto(&sparse_features(8, 50, 400, 0.005), 16), InputLayout::Sparse);
+    assert_eq!(InputLayout::auto(&sparse_features(8, 50, 400, 0.02), 16), InputLayout::Sparse);
+    assert_eq!(InputLayout::auto(&sparse_features(8, 50, 400, 0.05), 16), InputLayout::Dense);
     let dense = crate::data::features::Features::Dense(crate::data::features::DenseMatrix::zeros(3, 2));
-    assert_eq!(InputLayout::auto(&dense), InputLayout::Sparse);
+    assert_eq!(InputLayout::auto(&dense, 16), InputLayout::Sparse);
+    // Cora-like (1.27 % of 3000×1500): sparse for a narrow first layer, dense for a
+    // wide one, whose gathered block would no longer fit in cache.
+    let cora_like = sparse_features(9, 3000, 1500, 0.0127);
+    assert_eq!(InputLayout::auto(&cora_like, 128), InputLayout::Sparse);
+    assert_eq!(InputLayout::auto(&cora_like, 512), InputLayout::Dense);
+    // CiteSeer-like (0.86 %): sparse at every width.
+    assert_eq!(InputLayout::auto(&sparse_features(9, 3000, 3700, 0.0086), 512), InputLayout::Sparse);
 }
 
 #[test]
