@@ -71,10 +71,12 @@ pub fn data(dir: Option<&Path>, reps: usize) -> Result<()> {
     Ok(())
 }
 
-/// Training figures: ms per full-batch epoch (forward + backward + SGD step) of 2 × 16
-/// GCN, GraphSAGE and GAT on the whole graph, and seconds per FedAvg round (10 Louvain
-/// clients, E = 5), for Cora and a synthetic graph of PubMed's size (20k nodes, 45k
-/// edges, 500 features, 3 classes). The data goes through `run::prepare`, as in a run.
+/// Training figures: ms per full-batch epoch (forward + backward + SGD step) of GCN,
+/// GraphSAGE and GAT on the whole graph, and seconds per FedAvg round (10 Louvain
+/// clients, E = 5): 2 × 16 (GAT: 8 heads) on Cora and on a synthetic graph of PubMed's
+/// size (20k nodes, 45k edges, 500 features, 3 classes), and EC-LDA's model on Cora
+/// (1433 → 512 → 64 → head, no dropout, GAT with one head). The data goes through
+/// `run::prepare`, as in a run.
 pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize) -> Result<()> {
     let device = crate::backend::device(backend)?;
     println!(
@@ -82,15 +84,20 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
         yaml_name(&backend),
         rayon::current_num_threads()
     );
+    let two_by_16 = "heads: 8";
+    let ec_lda = "heads: 1, layers: 2, hidden: [512, 64], head: true, dropout: 0";
     let workloads = [
-        ("cora", "dataset: {name: cora}"),
+        ("cora", "dataset: {name: cora}", two_by_16),
         (
             "synthetic-20k",
             "dataset: {name: synthetic, synthetic: {nodes: 20000, classes: 3, avg_degree: 4.5, homophily: 0.8, \
              feature_dim: 500, feature_signal: 0.3}}",
+            two_by_16,
         ),
+        ("cora-512-64", "dataset: {name: cora}", ec_lda),
     ];
-    for (name, dataset_yaml) in workloads {
+    for (name, dataset_yaml, model_yaml) in workloads {
+        let model = |arch: Arch| format!("model: {{arch: {}, {model_yaml}}}", yaml_name(&arch));
         let scenario = |extra: &str| Scenario::parse(&format!("{dataset_yaml}\n{extra}"), "bench", &[]);
         let prepare = |extra: &str| run::prepare(&scenario(extra)?, dir);
         let whole = match prepare("federation: {centralized: true}") {
@@ -109,8 +116,8 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
         );
         let one_epoch = TrainConfig { epochs: 1, ..TrainConfig::default() };
         for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
-            let cfg = crate::model::ModelConfig { arch, heads: 8, ..Default::default() };
-            // The input layout depends on the first layer's width (GAT: 8 heads × 16).
+            let cfg = scenario(&model(arch))?.model;
+            // The input layout depends on the first layer's width (GAT: heads × width).
             let tensors = ClientTensors::new(&local, cfg.first_width(whole.dataset.num_classes()), &device)?;
             let layout = if matches!(tensors.input, crate::model::NodeInput::Sparse(_)) { "sparse" } else { "dense" };
             let mut model = cfg.init(local.features.cols(), whole.dataset.num_classes(), 0, &device.clone().autodiff())?;
@@ -133,7 +140,7 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
         let mut line = format!("{name:<14} FedAvg 10 Louvain clients, E = 5 | s/round");
         for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
             let arch_name = yaml_name(&arch);
-            let mut s = scenario(&format!("{federated}\nmodel: {{arch: {arch_name}, heads: 8}}\nfederation: {{rounds: {}}}", rounds.max(2)))?;
+            let mut s = scenario(&format!("{federated}\n{}\nfederation: {{rounds: {}}}", model(arch), rounds.max(2)))?;
             s.backend = backend;
             let r = run::federation(&s, &clients, false)?.run(&mut FedAvg)?;
             line.push_str(&format!(" {arch_name} {:>6.3}", median(r.round_seconds[1..].to_vec())));

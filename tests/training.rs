@@ -164,3 +164,19 @@ fn cora_centralized_gat_reaches_84_percent() {
     let Some(acc) = cora_accuracy("scenarios/cora-centralized-gat.yaml") else { return };
     assert!(acc >= 0.84, "GAT on Cora: {acc}");
 }
+
+/// Cora's features take the sparse input path (gather/scatter over the non-zeros), the
+/// quickstart's the dense one: the sparse path too gives the same numbers on 1 and 2
+/// threads.
+#[test]
+fn cora_sparse_input_is_identical_across_thread_counts() {
+    let Some(dir) = common::data_dir() else { return };
+    let s = scenario("scenarios/cora-fedavg-gcn.yaml", &["federation.rounds=4"]);
+    let p = run::prepare(&s, Some(&dir)).unwrap();
+    let local = fgl_sim::train::LocalData::of_client(&p.dataset, &p.clients[0], &p.split).unwrap();
+    let first = s.model.first_width(p.dataset.num_classes());
+    assert_eq!(fgl_sim::model::InputLayout::auto(&local.features, first), fgl_sim::model::InputLayout::Sparse);
+    let a = federate(&s, &p, &mut fed::FedAvg, 1);
+    let b = federate(&s, &p, &mut fed::FedAvg, 2);
+    assert_eq!(a.rounds, b.rounds);
+}
