@@ -1,7 +1,9 @@
 """PyTorch Geometric reference for `fgl-sim bench train`: ms per full-batch training
 epoch (forward + backward + SGD step) of 2 x 16 GCN, GraphSAGE and GAT (8 heads) on
 Cora (the same gnn_benchmark_npz/cora.npz file) and on a random graph of PubMed's size
-(20k nodes, 45k edges, 500 dense features). Median of N epochs after one warm-up.
+(20k nodes, 45k edges, 500 dense features), and of EC-LDA's model on Cora (two conv
+layers 1433 -> 512 -> 64, ReLU, no dropout, then Linear(64, C); GAT with one head, as
+PyG's default). Median of N epochs after one warm-up.
 
     python bench/pyg_epoch.py DATA_DIR [--threads T] [--epochs N]
 """
@@ -40,12 +42,21 @@ class Net(torch.nn.Module):
         h = F.dropout(F.relu(s.c1(x, ei)), 0.5, s.training)
         return s.c2(h, ei)
 
-for name, (x, ei, y, c) in [("cora", cora()), ("synthetic-20k", synthetic())]:
+class EcLda(torch.nn.Module):
+    """EC-LDA's FLcore/model/GNN.py shape: conv 512, conv 64, fc2 = Linear(64, C)."""
+    def __init__(s, arch, d, c):
+        super().__init__()
+        conv = {"gcn": GCNConv, "sage": SAGEConv, "gat": GATConv}[arch]
+        s.c1, s.c2, s.fc2 = conv(d, 512), conv(512, 64), torch.nn.Linear(64, c)
+    def forward(s, x, ei):
+        return s.fc2(F.relu(s.c2(F.relu(s.c1(x, ei)), ei)))
+
+for name, (x, ei, y, c), net in [("cora", cora(), Net), ("synthetic-20k", synthetic(), Net), ("cora-512-64", cora(), EcLda)]:
     ei = coalesce(to_undirected(remove_self_loops(ei)[0]))
     train = torch.rand(x.shape[0], generator=torch.Generator().manual_seed(1)) < 0.5
     line = f"{name:<14} {x.shape[0]:>6} nodes {ei.shape[1] // 2:>6} edges | ms/epoch"
     for arch in ["gcn", "sage", "gat"]:
-        m = Net(arch, x.shape[1], c); opt = torch.optim.SGD(m.parameters(), lr=0.1, weight_decay=5e-4); m.train()
+        m = net(arch, x.shape[1], c); opt = torch.optim.SGD(m.parameters(), lr=0.1, weight_decay=5e-4); m.train()
         times = []
         for _ in range(a.epochs + 1):
             t = time.perf_counter()

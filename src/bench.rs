@@ -77,7 +77,13 @@ pub fn data(dir: Option<&Path>, reps: usize) -> Result<()> {
 /// size (20k nodes, 45k edges, 500 features, 3 classes), and EC-LDA's model on Cora
 /// (1433 → 512 → 64 → head, no dropout, GAT with one head). The data goes through
 /// `run::prepare`, as in a run.
-pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize) -> Result<()> {
+///
+/// With `compare_pyg` (a Python with torch and torch_geometric), the same epochs are then
+/// timed in PyG (`bench/pyg_epoch.py`, built into the binary) on as many threads, and a
+/// table of both with their ratio is printed. A missing or failing Python only skips the
+/// comparison.
+pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize, compare_pyg: Option<&Path>) -> Result<()> {
+    let mut ours: Vec<(String, String, f64)> = Vec::new();
     let device = crate::backend::device(backend)?;
     println!(
         "bench train: backend {}, {} rayon threads, median over {epochs} epochs / {rounds} rounds (first of each discarded)",
@@ -131,7 +137,9 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
                 model = m;
                 times.push(t.elapsed().as_secs_f64() * 1e3);
             }
-            line.push_str(&format!(" {} {:>7.1} ({layout})", yaml_name(&arch), median(times[1..].to_vec())));
+            let ms = median(times[1..].to_vec());
+            line.push_str(&format!(" {} {ms:>7.1} ({layout})", yaml_name(&arch)));
+            ours.push((name.to_string(), yaml_name(&arch), ms));
         }
         println!("{line}");
 
@@ -150,7 +158,60 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize)
     if let Some(mib) = peak_rss_mib() {
         println!("peak resident memory: {mib:.1} MiB");
     }
+    if let Some(python) = compare_pyg {
+        match pyg_epochs(python, dir, epochs) {
+            Ok(theirs) => print_comparison(&ours, &theirs),
+            Err(why) => println!("PyG comparison skipped: {why}"),
+        }
+    }
     Ok(())
+}
+
+/// The PyG reference script, run by `--compare-pyg`.
+const PYG_SCRIPT: &str = include_str!("../bench/pyg_epoch.py");
+
+/// (workload, arch, ms per epoch) from `bench/pyg_epoch.py` run by `python`.
+fn pyg_epochs(python: &Path, dir: Option<&Path>, epochs: usize) -> std::result::Result<Vec<(String, String, f64)>, String> {
+    let dir = dir.ok_or("no data directory (pass --data-dir or set FGL_DATA_DIR)")?;
+    let script = std::env::temp_dir().join(format!("fgl-sim-pyg-epoch-{}.py", std::process::id()));
+    std::fs::write(&script, PYG_SCRIPT).map_err(|e| format!("cannot write {}: {e}", script.display()))?;
+    let threads = rayon::current_num_threads().to_string();
+    let out = std::process::Command::new(python)
+        .arg(&script)
+        .arg(dir)
+        .args(["--threads", &threads, "--epochs", &epochs.max(2).to_string()])
+        .output();
+    let _ = std::fs::remove_file(&script);
+    let out = out.map_err(|e| format!("cannot run {}: {e}", python.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(format!("{} exited with {}: {}", python.display(), out.status, err.lines().last().unwrap_or("")));
+    }
+    print!("{stdout}");
+    // Lines like "cora   2708 nodes  5278 edges | ms/epoch gcn  5.6 sage 29.5 gat 22.7   (torch …)".
+    let mut figures = Vec::new();
+    for line in stdout.lines() {
+        let (Some(name), Some((_, rest))) = (line.split_whitespace().next(), line.split_once("ms/epoch")) else { continue };
+        let words: Vec<&str> = rest.split('(').next().unwrap_or("").split_whitespace().collect();
+        for pair in words.chunks(2) {
+            if let [arch, ms] = pair
+                && let Ok(ms) = ms.parse::<f64>()
+            {
+                figures.push((name.to_string(), arch.to_string(), ms));
+            }
+        }
+    }
+    if figures.is_empty() { Err("the PyG script printed no figures".into()) } else { Ok(figures) }
+}
+
+fn print_comparison(ours: &[(String, String, f64)], theirs: &[(String, String, f64)]) {
+    println!("\n| workload | model | fgl-sim ms/epoch | PyG ms/epoch | ratio |\n|---|---|---:|---:|---:|");
+    for (w, arch, ms) in ours {
+        if let Some((_, _, p)) = theirs.iter().find(|(tw, ta, _)| tw == w && ta == arch) {
+            println!("| {w} | {arch} | {ms:.1} | {p:.1} | {:.2} |", ms / p);
+        }
+    }
 }
 
 /// The first layer's X·W, forward and backward into W (no gradient into X), with the

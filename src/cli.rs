@@ -154,6 +154,11 @@ enum BenchWhat {
         /// Worker threads for parallel client training.
         #[arg(long)]
         threads: Option<usize>,
+        /// Also time the same epochs in PyTorch Geometric with this Python (which needs
+        /// torch and torch_geometric) and print both side by side; skipped with a
+        /// message when it cannot run.
+        #[arg(long, value_name = "PYTHON")]
+        compare_pyg: Option<PathBuf>,
     },
 }
 
@@ -212,9 +217,11 @@ fn dispatch(command: Command) -> Result<()> {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::layout(dir.as_deref(), backend, reps))
         }
-        Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads } } => {
+        Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg } } => {
             let dir = data_dir(&data);
-            crate::backend::with_threads(threads, || crate::bench::train(dir.as_deref(), backend, epochs, rounds))
+            crate::backend::with_threads(threads, || {
+                crate::bench::train(dir.as_deref(), backend, epochs, rounds, compare_pyg.as_deref())
+            })
         }
     }
 }

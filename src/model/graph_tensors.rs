@@ -65,10 +65,10 @@ impl GraphTensors {
             }
         }
         let edges = Edges::new(&src, &dst, n, &options);
-        for v in 0..n {
+        for (v, d) in deg.iter().enumerate() {
             src.push(v as u32);
             dst.push(v as u32);
-            gcn_w.push(1.0 / (deg[v] + 1.0));
+            gcn_w.push(1.0 / (d + 1.0));
         }
         let looped = Edges::new(&src, &dst, n, &options);
         Ok(GraphTensors {
