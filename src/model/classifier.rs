@@ -168,8 +168,12 @@ impl NodeClassifier {
                 None => conv.transform(input),
                 Some(prev) => conv.transform(&NodeInput::Dense(prev)),
             };
-            if i == 0 {
-                h = kprop(h, graph, self.kprop_steps);
+            if i == 0 && self.kprop_steps > 0 {
+                h = match conv {
+                    // SAGE's transform stacks its two products by rows: KProp each.
+                    Conv::Sage(_) => SageConv::map_blocks(h, |b| kprop(b, graph, self.kprop_steps)),
+                    _ => kprop(h, graph, self.kprop_steps),
+                };
             }
             let mut out = conv.aggregate(h, graph, rng.as_deref_mut());
             if i + 1 < depth || self.head.is_some() {

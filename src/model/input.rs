@@ -42,11 +42,13 @@ impl InputLayout {
     }
 }
 
-/// Non-zeros of an `rows × cols` matrix as edges column → row with their values.
+/// Non-zeros of an `rows × cols` matrix as edges column → row with their values
+/// (`None` when every value is 1, as in bag-of-words features: the per-non-zero
+/// multiply and its gradient are then skipped).
 #[derive(Debug, Clone)]
 pub struct SparseInput {
     nonzeros: Edges,
-    values: Tensor<2>,
+    values: Option<Tensor<2>>,
     cols: usize,
 }
 
@@ -101,7 +103,7 @@ impl NodeInput {
                 }
                 NodeInput::Sparse(SparseInput {
                     nonzeros: Edges::new(&cols, &rows, n, &options),
-                    values: column(&vals, &options),
+                    values: (!vals.iter().all(|&v| v == 1.0)).then(|| column(&vals, &options)),
                     cols: d,
                 })
             }
@@ -139,7 +141,7 @@ impl NodeInput {
         assert_eq!(d, self.dim(), "input has {} features, weight expects {d}", self.dim());
         match self {
             NodeInput::Dense(x) => x.clone().matmul(w),
-            NodeInput::Sparse(s) => s.nonzeros.propagate(w, Some(&s.values)),
+            NodeInput::Sparse(s) => s.nonzeros.propagate(w, s.values.as_ref()),
         }
     }
 }

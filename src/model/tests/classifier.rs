@@ -183,3 +183,22 @@ fn dense_and_sparse_input_give_the_same_model_output() {
         assert_close(&run(InputLayout::Sparse), &run(InputLayout::Dense), 1e-12, &format!("{arch:?}"));
     }
 }
+
+/// KProp before the first layer is applied to the layer's transformed rows (it is
+/// linear, so KProp(X)·W = KProp(X·W)): the same as running the layer on KProp(X). For
+/// SAGE, whose transform stacks two products, each block is propagated.
+#[test]
+fn kprop_on_transformed_rows_equals_kprop_on_features() {
+    let (g, x) = setup(f64_cpu());
+    let dense_x = NodeInput::with_layout(&sparse_features(1, 6, 10, 0.4), InputLayout::Dense, f64_cpu());
+    let NodeInput::Dense(xt) = dense_x else { unreachable!() };
+    let propagated = NodeInput::Dense(crate::model::kprop(xt, &g, 2));
+    for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+        let m = ModelConfig { arch, kprop_steps: 2, heads: 2, ..ModelConfig::default() }.init(10, 3, 5, f64_cpu()).unwrap();
+        let with = values(m.forward(&x, &g).logits);
+        let mut plain = m.clone();
+        plain.kprop_steps = 0;
+        let without = values(plain.forward(&propagated, &g).logits);
+        assert_close(&with, &without, 1e-10, &format!("{arch:?}"));
+    }
+}
