@@ -1,7 +1,8 @@
 """PyTorch Geometric reference for `fgl-sim bench train`: ms per full-batch training
 epoch (forward + backward + SGD step) of 2 x 16 GCN, GraphSAGE and GAT (8 heads) on
-Cora (the same gnn_benchmark_npz/cora.npz file) and on a random graph of PubMed's size
-(20k nodes, 45k edges, 500 dense features), and of EC-LDA's model on Cora (two conv
+Cora (the same gnn_benchmark_npz/cora.npz file), on a random graph of PubMed's size
+(20k nodes, 45k edges, 500 dense features) and on PubMed itself
+(planetoid/derived/pubmed.npz), and of EC-LDA's model on Cora (two conv
 layers 1433 -> 512 -> 64, ReLU, no dropout, then Linear(64, C); GAT with one head, as
 PyG's default). Median of N epochs after one warm-up.
 
@@ -19,12 +20,13 @@ a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
 
-def cora():
-    z = np.load(f"{a.data_dir}/gnn_benchmark_npz/cora.npz")
+def cora(path="gnn_benchmark_npz/cora.npz"):
+    z = np.load(f"{a.data_dir}/{path}")
     adj = sp.csr_matrix((z["adj_data"], z["adj_indices"], z["adj_indptr"]), shape=z["adj_shape"]).tocoo()
     x = sp.csr_matrix((z["attr_data"], z["attr_indices"], z["attr_indptr"]), shape=z["attr_shape"]).toarray()
     ei = torch.tensor(np.vstack([adj.row, adj.col]), dtype=torch.long)
-    return torch.tensor(x, dtype=torch.float32), ei, torch.tensor(z["labels"], dtype=torch.long), 7
+    y = torch.tensor(z["labels"], dtype=torch.long)
+    return torch.tensor(x, dtype=torch.float32), ei, y, int(y.max()) + 1
 
 def synthetic():
     g = torch.Generator().manual_seed(0)
@@ -51,7 +53,9 @@ class EcLda(torch.nn.Module):
     def forward(s, x, ei):
         return s.fc2(F.relu(s.c2(F.relu(s.c1(x, ei)), ei)))
 
-for name, (x, ei, y, c), net in [("cora", cora(), Net), ("synthetic-20k", synthetic(), Net), ("cora-512-64", cora(), EcLda)]:
+workloads = [("cora", cora(), Net), ("synthetic-20k", synthetic(), Net),
+             ("pubmed", cora("planetoid/derived/pubmed.npz"), Net), ("cora-512-64", cora(), EcLda)]
+for name, (x, ei, y, c), net in workloads:
     ei = coalesce(to_undirected(remove_self_loops(ei)[0]))
     train = torch.rand(x.shape[0], generator=torch.Generator().manual_seed(1)) < 0.5
     line = f"{name:<14} {x.shape[0]:>6} nodes {ei.shape[1] // 2:>6} edges | ms/epoch"

@@ -74,7 +74,7 @@ pub fn data(dir: Option<&Path>, reps: usize) -> Result<()> {
 /// Training figures: ms per full-batch epoch (forward + backward + SGD step) of GCN,
 /// GraphSAGE and GAT on the whole graph, and seconds per FedAvg round (10 Louvain
 /// clients, E = 5): 2 × 16 (GAT: 8 heads) on Cora and on a synthetic graph of PubMed's
-/// size (20k nodes, 45k edges, 500 features, 3 classes), and EC-LDA's model on Cora
+/// size (20k nodes, 45k edges, 500 features, 3 classes) and on PubMed, and EC-LDA's model on Cora
 /// (1433 → 512 → 64 → head, no dropout, GAT with one head). The data goes through
 /// `run::prepare`, as in a run.
 ///
@@ -100,6 +100,7 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize,
              feature_dim: 500, feature_signal: 0.3}}",
             two_by_16,
         ),
+        ("pubmed", "dataset: {name: planetoid-pubmed}", two_by_16),
         ("cora-512-64", "dataset: {name: cora}", ec_lda),
     ];
     for (name, dataset_yaml, model_yaml) in workloads {

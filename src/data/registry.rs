@@ -93,10 +93,10 @@ static KNOWN: &[DatasetSpec] = &[
     ),
     DatasetSpec {
         name: "planetoid-pubmed",
-        description: "PubMed as in Planetoid: graph, labels and standard split only (no features)",
-        source: Source::Npz { file: "planetoid/derived/pubmed_no_features.npz" },
-        files: &["planetoid/derived/pubmed_no_features.npz"],
-        missing_features_note: Some("features are not available (ind.pubmed.allx missing)"),
+        description: "PubMed as in Planetoid (19717 nodes, 500 TF-IDF features), with the standard split",
+        source: Source::Npz { file: "planetoid/derived/pubmed.npz" },
+        files: &["planetoid/derived/pubmed.npz"],
+        missing_features_note: None,
     },
     npz(
         "dblp",
