@@ -6,7 +6,12 @@ Cora (the same gnn_benchmark_npz/cora.npz file), on a random graph of PubMed's s
 layers 1433 -> 512 -> 64, ReLU, no dropout, then Linear(64, C); GAT with one head, as
 PyG's default). Median of N epochs after one warm-up.
 
-    python bench/pyg_epoch.py DATA_DIR [--threads T] [--epochs N]
+With --fgl-sim PATH, also seconds per FedAvg round (10 clients, E = 5 full-batch SGD
+epochs each, sequential clients, sample-weighted parameter average) of the 2 x 16
+models on Cora and PubMed, on the same Louvain clients as `fgl-sim bench train` (read
+from `PATH partition --json`).
+
+    python bench/pyg_epoch.py DATA_DIR [--threads T] [--epochs N] [--fgl-sim PATH --rounds R]
 """
 import argparse, time
 import numpy as np, scipy.sparse as sp, torch
@@ -16,6 +21,7 @@ from torch_geometric.utils import to_undirected, remove_self_loops, coalesce
 
 p = argparse.ArgumentParser()
 p.add_argument("data_dir"); p.add_argument("--threads", type=int, default=2); p.add_argument("--epochs", type=int, default=20)
+p.add_argument("--fgl-sim", dest="fgl_sim"); p.add_argument("--rounds", type=int, default=4)
 a = p.parse_args()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
@@ -68,3 +74,40 @@ for name, (x, ei, y, c), net in workloads:
             times.append((time.perf_counter() - t) * 1e3)
         line += f" {arch} {np.median(times[1:]):7.1f}"
     print(line + f"   (torch {torch.__version__}, {a.threads} threads)")
+
+def fedavg(name, dataset, data, rounds):
+    """Seconds per FedAvg round on fgl-sim's Louvain clients (seed 0, 10 clients)."""
+    import json, subprocess
+    out = subprocess.run([a.fgl_sim, "partition", "--dataset", dataset, "--clients", "10", "--method", "louvain",
+                          "--seed", "0", "--json", "--data-dir", a.data_dir], check=True, capture_output=True, text=True).stdout
+    assign = json.loads(out)["assignment"]
+    x, ei, y, c = data
+    ei = coalesce(to_undirected(remove_self_loops(ei)[0]))
+    train = torch.rand(x.shape[0], generator=torch.Generator().manual_seed(1)) < 0.5
+    from torch_geometric.utils import subgraph
+    clients = []
+    for k in range(10):
+        nodes = torch.tensor([v for v, cl in enumerate(assign) if cl == k], dtype=torch.long)
+        sub, _ = subgraph(nodes, ei, relabel_nodes=True, num_nodes=x.shape[0])
+        clients.append((x[nodes], sub, y[nodes], train[nodes]))
+    line = f"{name:<14} FedAvg 10 Louvain clients, E = 5 | s/round"
+    for arch in ["gcn", "sage", "gat"]:
+        glob = Net(arch, x.shape[1], c); times = []
+        for _ in range(rounds + 1):
+            t = time.perf_counter()
+            states, weights = [], []
+            for (xc, eic, yc, tc) in clients:
+                m = Net(arch, x.shape[1], c); m.load_state_dict(glob.state_dict()); m.train()
+                opt = torch.optim.SGD(m.parameters(), lr=0.1, weight_decay=5e-4)
+                for _ in range(5):
+                    opt.zero_grad(); F.cross_entropy(m(xc, eic)[tc], yc[tc]).backward(); opt.step()
+                states.append(m.state_dict()); weights.append(float(tc.sum()))
+            total = sum(weights)
+            glob.load_state_dict({k: sum(w * s[k] for s, w in zip(states, weights)) / total for k in states[0]})
+            times.append(time.perf_counter() - t)
+        line += f" {arch} {np.median(times[1:]):6.3f}"
+    print(line + f"   (torch {torch.__version__}, {a.threads} threads)")
+
+if a.fgl_sim:
+    fedavg("cora", "cora", cora(), a.rounds)
+    fedavg("pubmed", "planetoid-pubmed", cora("planetoid/derived/pubmed.npz"), a.rounds)

@@ -152,7 +152,9 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize,
             let mut s = scenario(&format!("{federated}\n{}\nfederation: {{rounds: {}}}", model(arch), rounds.max(2)))?;
             s.backend = backend;
             let r = run::federation(&s, &clients, false)?.run(&mut FedAvg)?;
-            line.push_str(&format!(" {arch_name} {:>6.3}", median(r.round_seconds[1..].to_vec())));
+            let secs = median(r.round_seconds[1..].to_vec());
+            line.push_str(&format!(" {arch_name} {secs:>6.3}"));
+            ours.push((name.to_string(), format!("{arch_name} FedAvg s/round"), secs));
         }
         println!("{line}");
     }
@@ -160,7 +162,7 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize,
         println!("peak resident memory: {mib:.1} MiB");
     }
     if let Some(python) = compare_pyg {
-        match pyg_epochs(python, dir, epochs) {
+        match pyg_epochs(python, dir, epochs, rounds) {
             Ok(theirs) => print_comparison(&ours, &theirs),
             Err(why) => println!("PyG comparison skipped: {why}"),
         }
@@ -171,17 +173,20 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize,
 /// The PyG reference script, run by `--compare-pyg`.
 const PYG_SCRIPT: &str = include_str!("../bench/pyg_epoch.py");
 
-/// (workload, arch, ms per epoch) from `bench/pyg_epoch.py` run by `python`.
-fn pyg_epochs(python: &Path, dir: Option<&Path>, epochs: usize) -> std::result::Result<Vec<(String, String, f64)>, String> {
+/// (workload, what, value) from `bench/pyg_epoch.py` run by `python`: ms per epoch per
+/// arch, and seconds per FedAvg round (`"gcn FedAvg s/round"`).
+fn pyg_epochs(python: &Path, dir: Option<&Path>, epochs: usize, rounds: usize) -> std::result::Result<Vec<(String, String, f64)>, String> {
     let dir = dir.ok_or("no data directory (pass --data-dir or set FGL_DATA_DIR)")?;
     let script = std::env::temp_dir().join(format!("fgl-sim-pyg-epoch-{}.py", std::process::id()));
     std::fs::write(&script, PYG_SCRIPT).map_err(|e| format!("cannot write {}: {e}", script.display()))?;
     let threads = rayon::current_num_threads().to_string();
-    let out = std::process::Command::new(python)
-        .arg(&script)
-        .arg(dir)
-        .args(["--threads", &threads, "--epochs", &epochs.max(2).to_string()])
-        .output();
+    let mut cmd = std::process::Command::new(python);
+    cmd.arg(&script).arg(dir).args(["--threads", &threads, "--epochs", &epochs.max(2).to_string()]);
+    // The FedAvg rows need this binary's partitions (the same Louvain clients).
+    if let Ok(me) = std::env::current_exe() {
+        cmd.arg("--fgl-sim").arg(me).args(["--rounds", &rounds.max(2).to_string()]);
+    }
+    let out = cmd.output();
     let _ = std::fs::remove_file(&script);
     let out = out.map_err(|e| format!("cannot run {}: {e}", python.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -193,13 +198,18 @@ fn pyg_epochs(python: &Path, dir: Option<&Path>, epochs: usize) -> std::result::
     // Lines like "cora   2708 nodes  5278 edges | ms/epoch gcn  5.6 sage 29.5 gat 22.7   (torch …)".
     let mut figures = Vec::new();
     for line in stdout.lines() {
-        let (Some(name), Some((_, rest))) = (line.split_whitespace().next(), line.split_once("ms/epoch")) else { continue };
+        let Some(name) = line.split_whitespace().next() else { continue };
+        let (rest, suffix) = match (line.split_once("ms/epoch"), line.split_once("s/round")) {
+            (Some((_, rest)), _) => (rest, ""),
+            (None, Some((_, rest))) => (rest, " FedAvg s/round"),
+            _ => continue,
+        };
         let words: Vec<&str> = rest.split('(').next().unwrap_or("").split_whitespace().collect();
         for pair in words.chunks(2) {
-            if let [arch, ms] = pair
-                && let Ok(ms) = ms.parse::<f64>()
+            if let [arch, value] = pair
+                && let Ok(value) = value.parse::<f64>()
             {
-                figures.push((name.to_string(), arch.to_string(), ms));
+                figures.push((name.to_string(), format!("{arch}{suffix}"), value));
             }
         }
     }
@@ -207,10 +217,10 @@ fn pyg_epochs(python: &Path, dir: Option<&Path>, epochs: usize) -> std::result::
 }
 
 fn print_comparison(ours: &[(String, String, f64)], theirs: &[(String, String, f64)]) {
-    println!("\n| workload | model | fgl-sim ms/epoch | PyG ms/epoch | ratio |\n|---|---|---:|---:|---:|");
-    for (w, arch, ms) in ours {
-        if let Some((_, _, p)) = theirs.iter().find(|(tw, ta, _)| tw == w && ta == arch) {
-            println!("| {w} | {arch} | {ms:.1} | {p:.1} | {:.2} |", ms / p);
+    println!("\n| workload | model (ms/epoch unless said) | fgl-sim | PyG | ratio |\n|---|---|---:|---:|---:|");
+    for (w, what, ours) in ours {
+        if let Some((_, _, p)) = theirs.iter().find(|(tw, ta, _)| tw == w && ta == what) {
+            println!("| {w} | {what} | {ours:.3} | {p:.3} | {:.2} |", ours / p);
         }
     }
 }

@@ -88,7 +88,8 @@ enum Command {
         alpha: f64,
         #[command(flatten)]
         data: DataDirArg,
-        /// Print JSON: {"clients": [{"id", "nodes", "edges", "train", "val", "test", "label_distribution"}], "dropped_edges": …}.
+        /// Print JSON: {"clients": [{"id", "nodes", "edges", "train", "val", "test", "label_distribution"}], "dropped_edges": …,
+        /// "assignment": [client of each node, or null]}.
         #[arg(long)]
         json: bool,
     },
@@ -319,6 +320,7 @@ fn partition_cmd(name: &str, cfg: &PartitionConfig, seed: u64, dir: Option<&Path
             "communities": p.communities, "modularity": p.modularity,
             "unassigned_nodes": p.assignment.iter().filter(|a| a.is_none()).count(),
             "clients": reports, "dropped_edges": dropped.cross_client, "dropped_edges_detail": dropped,
+            "assignment": p.assignment,
         });
         println!("{}", serde_json::to_string_pretty(&out).expect("json"));
     } else {

@@ -167,6 +167,13 @@ fn partition_command_is_deterministic_and_covers_cora() {
         assert!(clients[0].get(key).is_some(), "missing {key}");
     }
     assert!(j["dropped_edges"].as_u64().unwrap() > 0);
+    // Each node's client, consistent with the per-client counts.
+    let assignment = j["assignment"].as_array().unwrap();
+    assert_eq!(assignment.len(), 2708);
+    for (k, c) in clients.iter().enumerate() {
+        let n = assignment.iter().filter(|a| a.as_u64() == Some(k as u64)).count() as u64;
+        assert_eq!(n, c["nodes"].as_u64().unwrap(), "client {k}");
+    }
     // Table form names every client, and other methods run too.
     for method in ["louvain", "fluid", "dirichlet"] {
         let o = fgl(&["partition", "--dataset", "cora", "--clients", "10", "--method", method, "--data-dir", dir.to_str().unwrap()]);
