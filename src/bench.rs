@@ -259,7 +259,8 @@ pub fn layout(dir: Option<&Path>, backend: Backend, reps: usize) -> Result<()> {
                 })?;
                 line.push_str(&format!(" {layout} {t:>8.2}"));
             }
-            line.push_str(&format!(" | auto picks {:?}", InputLayout::auto(x, width)));
+            let picked = InputLayout::for_strategy(x, width, crate::model::Strategy::for_device(&device));
+            line.push_str(&format!(" | auto picks {picked:?}"));
             println!("{line}");
         }
     }

@@ -7,10 +7,11 @@ use serde::Serialize;
 use crate::backend::Backend;
 use crate::data::graph::BuildReport;
 use crate::data::DatasetStats;
-use crate::fed::{AttackReport, Inference, RoundMetrics, ThreatModel};
+use crate::fed::{AttackNote, AttackReport, Inference, RoundMetrics, ThreatModel};
 use crate::model::Arch;
 use crate::partition::{ClientReport, DroppedEdges};
 use crate::privacy::{serialize_epsilon, PrivacyCost};
+use crate::scenario::yaml_name;
 use crate::scoring::{self, DistributionScores};
 
 pub const SCHEMA: &str = "fgl-sim/metrics/v1";
@@ -141,7 +142,7 @@ pub struct Timings {
 
 /// Score every report against `truth[client]` (true train-label counts), grouped by
 /// attack in the order attacks first reported; `notes` are the strategy's caveats.
-pub fn score_attacks(reports: &[AttackReport], notes: &[String], truth: &[Vec<usize>]) -> Vec<AttackMetrics> {
+pub fn score_attacks(reports: &[AttackReport], notes: &[AttackNote], truth: &[Vec<usize>]) -> Vec<AttackMetrics> {
     let mut out: Vec<AttackMetrics> = Vec::new();
     for r in reports {
         let Inference::LabelDistribution { estimate } = &r.inference;
@@ -162,7 +163,7 @@ pub fn score_attacks(reports: &[AttackReport], notes: &[String], truth: &[Vec<us
     for a in &mut out {
         a.mean = mean(a.reports.iter().map(|r| r.scores));
         a.uniform_baseline = mean(a.reports.iter().map(|r| r.uniform));
-        a.notes = notes.iter().filter(|n| n.starts_with(&format!("{}:", a.attack))).cloned().collect();
+        a.notes = notes.iter().filter(|n| n.attack == a.attack).map(AttackNote::to_string).collect();
     }
     out
 }
@@ -201,7 +202,7 @@ pub fn attacks_md(m: &Metrics) -> String {
             "\n**Attack `{}`** ({} inferences, threat model {}): mean cos-sim {:.4} (uniform guess {:.4}), mean JS {:.4} nats / {:.4} bits (uniform {:.4} nats).\n",
             a.attack,
             a.reports.len(),
-            serde_json::to_value(m.threat_model).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+            yaml_name(&m.threat_model),
             mean.cos_sim,
             u.cos_sim,
             mean.js_nats,

@@ -125,10 +125,8 @@ pub struct Named<S> {
 impl<S: PresetSpec> Named<S> {
     /// The built-in preset `name`.
     pub fn builtin(name: &str) -> Result<Named<S>> {
-        let text = get(S::KIND, name).ok_or_else(|| unknown(S::KIND, name))?;
-        let map = serde_yaml::from_str(text).map_err(|e| Error::Other(format!("built-in preset {name}: {e}")))?;
-        let spec = spec_from_map(map).map_err(|(f, e)| Error::Other(format!("built-in preset {name}: `{f}`: {e}")))?;
-        Ok(Named { name: name.to_string(), spec })
+        let (name, spec) = typed(serde_yaml::Value::String(name.to_string()), None).map_err(|(_, msg)| Error::param(S::KIND.field(), msg))?;
+        Ok(Named { name, spec })
     }
 }
 
@@ -152,12 +150,10 @@ impl<'de, S: PresetSpec> Deserialize<'de> for Named<S> {
     }
 }
 
-fn unknown(kind: Kind, name: &str) -> Error {
+/// Why `name` names no built-in preset, and what would.
+fn unknown(kind: Kind, name: &str) -> String {
     let known: Vec<&str> = builtin(kind).iter().map(|(n, _)| *n).collect();
-    Error::param(
-        kind.field(),
-        format!("unknown preset `{name}`; built-in: {}; or give a path to a YAML file (ending in .yaml or .yml) or an inline map", known.join(", ")),
-    )
+    format!("unknown preset `{name}`; built-in: {}; or give a path to a YAML file (ending in .yaml or .yml) or an inline map", known.join(", "))
 }
 
 /// One entry (name, path or map) → (name, typed spec). `base` is the directory that
@@ -180,7 +176,7 @@ fn typed<S: PresetSpec>(entry: serde_yaml::Value, base: Option<&Path>) -> std::r
             (Some(stem), format!(" (in preset file {})", path.display()), m)
         }
         serde_yaml::Value::String(s) => {
-            let text = get(S::KIND, &s).ok_or_else(|| (String::new(), unknown(S::KIND, &s).to_string()))?;
+            let text = get(S::KIND, &s).ok_or_else(|| (String::new(), unknown(S::KIND, &s)))?;
             let serde_yaml::Value::Mapping(m) = serde_yaml::from_str(text).expect("built-in presets are valid YAML") else {
                 unreachable!("built-in presets are maps")
             };
@@ -252,19 +248,17 @@ mod tests {
 
     #[test]
     fn every_builtin_preset_parses_into_its_typed_spec() {
-        for (name, _) in builtin(Kind::Attack) {
-            let n = Named::<AttackSpec>::builtin(name).unwrap();
-            assert_eq!(kind_of(&n.spec), *name);
-            // Written and read back, it is the same.
-            let back: Named<AttackSpec> = serde_yaml::from_str(&serde_yaml::to_string(&n).unwrap()).unwrap();
-            assert_eq!(back, n);
+        fn round_trips<S: PresetSpec + PartialEq + std::fmt::Debug>() {
+            for (name, _) in builtin(S::KIND) {
+                let n = Named::<S>::builtin(name).unwrap();
+                assert_eq!(kind_of(&n.spec), *name);
+                // Written and read back, it is the same.
+                let back: Named<S> = serde_yaml::from_str(&serde_yaml::to_string(&n).unwrap()).unwrap();
+                assert_eq!(back, n);
+            }
         }
-        for (name, _) in builtin(Kind::Defense) {
-            let n = Named::<DefenseSpec>::builtin(name).unwrap();
-            assert_eq!(kind_of(&n.spec), *name);
-            let back: Named<DefenseSpec> = serde_yaml::from_str(&serde_yaml::to_string(&n).unwrap()).unwrap();
-            assert_eq!(back, n);
-        }
+        round_trips::<AttackSpec>();
+        round_trips::<DefenseSpec>();
         let text = describe_all();
         assert!(text.contains("## lda") && text.contains("edge_probability: 0.005") && text.contains("## ldp-labels"), "{text}");
     }

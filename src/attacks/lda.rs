@@ -21,7 +21,7 @@ use super::AttackRounds;
 use crate::data::{DenseMatrix, Features, Graph};
 use crate::error::{Error, Result};
 use crate::fed::{
-    AttackOutput, AttackReport, ClientUpdate, FederationConfig, Inference, ModelParams, RoundContext, ServerContext, ServerStrategy,
+    AttackNote, AttackOutput, AttackReport, ClientUpdate, FederationConfig, Inference, ModelParams, RoundContext, ServerContext, ServerStrategy,
 };
 use crate::rng;
 use crate::train::OptimizerKind;
@@ -104,14 +104,24 @@ pub struct Lda {
     name: String,
     config: LdaConfig,
     server: Option<Arc<ServerContext>>,
-    /// The dummy graph of the current attack round (the same for every client).
-    dummy: Option<(usize, Graph, Features)>,
+    /// The dummy graph's forward pass for the latest (round, broadcast model): every
+    /// client of a round usually receives the same model, so it runs once per round.
+    probe: Option<Probe>,
     output: AttackOutput,
+}
+
+/// What the estimator reads off the dummy graph: per dummy node i, s_i = Σ_j h_ij and
+/// the softmax outputs p_i (row-major, `classes` per node).
+struct Probe {
+    round: usize,
+    sent: ModelParams,
+    s: Vec<f64>,
+    p: Vec<f64>,
 }
 
 impl Lda {
     pub fn new(name: &str, config: LdaConfig) -> Lda {
-        Lda { name: name.to_string(), config, server: None, dummy: None, output: AttackOutput::default() }
+        Lda { name: name.to_string(), config, server: None, probe: None, output: AttackOutput::default() }
     }
 
     fn infer(&mut self, round: usize, update: &ClientUpdate<'_>) -> Result<Vec<f64>> {
@@ -127,16 +137,16 @@ impl Lda {
                 *gc += (f64::from(sent.values[k]) - f64::from(returned.values[k])) * scale;
             }
         }
-        if self.dummy.as_ref().is_none_or(|d| d.0 != round) {
+        if self.probe.as_ref().is_none_or(|pr| pr.round != round || pr.sent != *update.sent) {
+            // The same graph for every client of the round: its stream depends on the round only.
             let mut r = rng::derive(server.seed, "attack-dummy-graph", &[round as u64]);
             let (graph, features) = self.config.dummy.generate(server.in_dim, &mut r)?;
-            self.dummy = Some((round, graph, features));
+            let out = server.forward(update.sent, &graph, &features)?;
+            let h = out.head_input.expect("a model with a head returns its input");
+            let (s, p) = (to_vec(h.sum_dim(1)), to_vec(softmax(out.logits, 1)));
+            self.probe = Some(Probe { round, sent: update.sent.clone(), s, p });
         }
-        let (_, graph, features) = self.dummy.as_ref().expect("just built");
-        let out = server.forward(update.sent, graph, features)?;
-        let h = out.head_input.expect("a model with a head returns its input");
-        let s: Vec<f64> = to_vec(h.sum_dim(1));
-        let p: Vec<f64> = to_vec(softmax(out.logits, 1));
+        let Probe { s, p, .. } = self.probe.as_ref().expect("just built");
         let k = s.len();
         let mean_s = s.iter().sum::<f64>() / k as f64;
         let counts: Vec<f64> = (0..classes)
@@ -146,6 +156,12 @@ impl Lda {
             })
             .collect();
         Ok(counts)
+    }
+}
+
+impl Lda {
+    fn note(&mut self, text: String) {
+        self.output.notes.push(AttackNote { attack: self.name.clone(), text });
     }
 }
 
@@ -171,18 +187,17 @@ impl ServerStrategy for Lda {
         }
         let t = &server.train;
         if t.optimizer != OptimizerKind::Sgd || t.momentum > 0.0 {
-            self.output.notes.push(format!(
-                "{}: clients train with {}{}; (θ_sent − θ_returned)/(η·E) is then not their averaged gradient, so the \
+            self.note(format!(
+                "clients train with {}{}; (θ_sent − θ_returned)/(η·E) is then not their averaged gradient, so the \
                  estimate is approximate",
-                self.name,
                 format!("{:?}", t.optimizer).to_lowercase(),
                 if t.momentum > 0.0 { " with momentum" } else { "" }
             ));
         }
         if t.weight_decay > 0.0 {
-            self.output.notes.push(format!(
-                "{}: weight decay {} adds λ·W to every step's gradient; the recovered gradient includes it",
-                self.name, t.weight_decay
+            self.note(format!(
+                "weight decay {} adds λ·W to every step's gradient; the recovered gradient includes it",
+                t.weight_decay
             ));
         }
         self.server = Some(server.clone());
@@ -196,7 +211,7 @@ impl ServerStrategy for Lda {
         let counts = self.infer(ctx.round, update)?;
         let total: f64 = counts.iter().sum();
         if total == 0.0 {
-            self.output.notes.push(format!("{}: round {}, client {}: every class estimate was ≤ 0", self.name, ctx.round, update.client));
+            self.note(format!("round {}, client {}: every class estimate was ≤ 0", ctx.round, update.client));
         }
         let estimate = counts.iter().map(|c| if total > 0.0 { c / total } else { 0.0 }).collect();
         self.output.reports.push(AttackReport {

@@ -80,10 +80,6 @@ impl ClientPipeline {
         Ok(ClientPipeline { trainer: trainers.first().copied(), defenses })
     }
 
-    pub fn names(&self) -> Vec<&str> {
-        self.defenses.iter().map(|d| d.name.as_str()).collect()
-    }
-
     /// Apply every data transform in order to `client`'s data. The k-th transform
     /// draws from `rng(k)`, its own stream. Returns the privacy spent, in order.
     pub fn transform_data(&self, client: usize, data: &mut LocalData, mut rng: impl FnMut(usize) -> Rng) -> Result<Vec<PrivacyCost>> {

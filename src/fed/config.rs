@@ -31,7 +31,6 @@ impl Default for FederationConfig {
     }
 }
 
-
 impl FederationConfig {
     pub fn validate(&self) -> Result<()> {
         if self.rounds == 0 {

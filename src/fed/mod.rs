@@ -25,7 +25,7 @@ pub use client::{ClientPipeline, DataTransform, Defense, LossTransform};
 pub use config::{FederationConfig, Weighting};
 pub use params::{ModelParams, ParamTensor};
 pub use strategy::{
-    AttackOutput, AttackReport, ClientOracle, ClientUpdate, FedAvg, Inference, Injection, RoundContext, ServerContext,
+    AttackNote, AttackOutput, AttackReport, ClientOracle, ClientUpdate, FedAvg, Inference, Injection, RoundContext, ServerContext,
     ServerStrategy, ThreatModel,
 };
 
@@ -90,7 +90,6 @@ struct ClientState {
     loss: Box<dyn Loss>,
     weight: usize,
     privacy: Vec<PrivacyCost>,
-    rounds_trained: usize,
     optimizer: Mutex<Option<ModuleOptimizer>>,
 }
 
@@ -122,24 +121,14 @@ impl Federation {
             };
             let loss = pipeline.loss(id, &local)?;
             let tensors = ClientTensors::new(&local, setup.model.first_width(classes), &device)?;
-            states.push(ClientState { id, local, tensors, loss, weight, privacy, rounds_trained: 0, optimizer: Mutex::new(None) });
+            states.push(ClientState { id, local, tensors, loss, weight, privacy, optimizer: Mutex::new(None) });
         }
         if states.iter().all(|s| s.weight == 0 || s.tensors.train.len == 0) {
             return Err(Error::param("split", "no client has training nodes; nothing can be trained"));
         }
         let in_dim = in_dim.ok_or_else(|| Error::param("partition.clients", "there are no clients"))?;
         let template = setup.model.init(in_dim, classes, rng_seed(setup.seed, "model-init"), &device.clone().autodiff())?;
-        let server = Arc::new(ServerContext::new(
-            setup.seed,
-            setup.model.clone(),
-            setup.train.clone(),
-            setup.federation.rounds,
-            states.len(),
-            template.clone(),
-            in_dim,
-            classes,
-            device.clone(),
-        ));
+        let server = Arc::new(ServerContext::new(&setup, states.len(), &template, in_dim, classes, device));
         Ok(Federation { setup, clients: states, pipeline, template, server })
     }
 
@@ -155,7 +144,7 @@ impl Federation {
         let cfg = &self.setup;
         let states = &self.clients;
         let template = &self.template;
-        let (trainer, _) = self.pipeline.trainer();
+        let (trainer, trainer_name) = self.pipeline.trainer();
         let mut global = ModelParams::of(template);
         let parameters = global.num_values();
 
@@ -254,17 +243,18 @@ impl Federation {
         }
         bar.finish_and_clear();
 
-        let (trainer, trainer_name) = self.pipeline.trainer();
-        let mut privacy = Vec::with_capacity(states.len());
-        for (s, &n) in self.clients.iter_mut().zip(&trained) {
-            s.rounds_trained += n;
-            let mut spent = s.privacy.clone();
-            if let (Some(mut cost), Some(name)) = (trainer.privacy_spent(s.id, s.rounds_trained), trainer_name) {
-                cost.defense = name.to_string();
-                spent.push(cost);
-            }
-            privacy.push(spent);
-        }
+        let privacy = states
+            .iter()
+            .zip(&trained)
+            .map(|(s, &rounds)| {
+                let mut spent = s.privacy.clone();
+                if let (Some(mut cost), Some(name)) = (trainer.privacy_spent(s.id, rounds), trainer_name) {
+                    cost.defense = name.to_string();
+                    spent.push(cost);
+                }
+                spent
+            })
+            .collect();
         Ok(FedResult { rounds: result, parameters, privacy, threat_model, attack: strategy.finish(), round_seconds })
     }
 }

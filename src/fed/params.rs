@@ -31,7 +31,6 @@ struct Collect {
     path: Vec<Option<String>>,
 }
 
-
 impl ModuleVisitor for Collect {
     fn enter_module(&mut self, name: &str, container_type: &str) {
         self.path.push((!container_type.starts_with("Enum:")).then(|| name.to_string()));

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use burn::tensor::Device;
 use serde::Serialize;
 
+use super::FederationSetup;
 use super::params::ModelParams;
 use crate::data::{Features, Graph};
 use crate::error::Result;
@@ -75,15 +76,12 @@ pub struct ServerContext {
 }
 
 impl ServerContext {
-    /// `template` is any model of the architecture (its values are replaced on use).
-    #[allow(clippy::too_many_arguments)]
+    /// What the server of a federation set up as `setup` knows; `template` is any model
+    /// of the architecture (its values are replaced on use).
     pub(crate) fn new(
-        seed: u64,
-        model: ModelConfig,
-        train: TrainConfig,
-        rounds: usize,
+        setup: &FederationSetup,
         clients: usize,
-        template: NodeClassifier,
+        template: &NodeClassifier,
         in_dim: usize,
         classes: usize,
         device: Device,
@@ -91,7 +89,18 @@ impl ServerContext {
         use burn::module::Module as _;
         let template = template.valid();
         let param_names = ModelParams::of(&template).tensors.into_iter().map(|t| t.name).collect();
-        ServerContext { seed, model, in_dim, classes, train, rounds, clients, param_names, device, template }
+        ServerContext {
+            seed: setup.seed,
+            model: setup.model.clone(),
+            in_dim,
+            classes,
+            train: setup.train.clone(),
+            rounds: setup.federation.rounds,
+            clients,
+            param_names,
+            device,
+            template,
+        }
     }
 
     pub fn device(&self) -> &Device {
@@ -162,7 +171,20 @@ pub struct AttackReport {
 pub struct AttackOutput {
     pub reports: Vec<AttackReport>,
     /// Caveats about the inferences (e.g. an update that cannot be inverted exactly).
-    pub notes: Vec<String>,
+    pub notes: Vec<AttackNote>,
+}
+
+/// A caveat one attack adds to its inferences.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttackNote {
+    pub attack: String,
+    pub text: String,
+}
+
+impl std::fmt::Display for AttackNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.attack, self.text)
+    }
 }
 
 pub trait ServerStrategy: Send {

@@ -41,6 +41,16 @@ impl Conv {
         }
     }
 
+    /// KProp applied to the rows [`transform`](Self::transform) returned (it is linear,
+    /// so KProp(X)·W = KProp(X·W)); SAGE's transform stacks two products by rows, each
+    /// propagated on its own.
+    pub fn kprop(&self, h: Tensor<2>, graph: &GraphTensors, steps: usize) -> Tensor<2> {
+        match self {
+            Conv::Sage(c) => c.kprop(h, graph, steps),
+            _ => kprop(h, graph, steps),
+        }
+    }
+
     /// The rest of the layer: propagation over the graph and bias.
     pub fn aggregate(&self, h: Tensor<2>, graph: &GraphTensors, rng: Option<&mut Rng>) -> Tensor<2> {
         match self {
@@ -168,12 +178,8 @@ impl NodeClassifier {
                 None => conv.transform(input),
                 Some(prev) => conv.transform(&NodeInput::Dense(prev)),
             };
-            if i == 0 && self.kprop_steps > 0 {
-                h = match conv {
-                    // SAGE's transform stacks its two products by rows: KProp each.
-                    Conv::Sage(_) => SageConv::map_blocks(h, |b| kprop(b, graph, self.kprop_steps)),
-                    _ => kprop(h, graph, self.kprop_steps),
-                };
+            if i == 0 {
+                h = conv.kprop(h, graph, self.kprop_steps);
             }
             let mut out = conv.aggregate(h, graph, rng.as_deref_mut());
             if i + 1 < depth || self.head.is_some() {

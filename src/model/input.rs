@@ -40,6 +40,19 @@ impl InputLayout {
         let sparse_ns = if nnz.saturating_mul(width) <= WIDE_ENTRIES { SPARSE_NS } else { SPARSE_WIDE_NS };
         if (nnz as f64) * sparse_ns < DENSE_NS * entries as f64 { InputLayout::Sparse } else { InputLayout::Dense }
     }
+
+    /// [`auto`](Self::auto) on CPU devices (row ops); on GPU devices (element ops) the
+    /// rule measured before the cost model, sparse below 1 % density, pending a
+    /// measurement there.
+    pub fn for_strategy(features: &Features, width: usize, strategy: Strategy) -> InputLayout {
+        match strategy {
+            Strategy::Rows => Self::auto(features, width),
+            Strategy::Elements => {
+                let entries = features.rows() * features.cols();
+                if entries > 0 && (features.nnz() as f64) < 0.01 * entries as f64 { InputLayout::Sparse } else { InputLayout::Dense }
+            }
+        }
+    }
 }
 
 /// Non-zeros of an `rows × cols` matrix as edges column → row with their values
@@ -63,19 +76,11 @@ pub enum NodeInput {
 }
 
 impl NodeInput {
-    /// Upload `features` in the layout [`InputLayout::auto`] picks for a first layer of
-    /// `width` output columns.
-    /// The cost model is the CPU's; on GPU devices the layout stays the one measured
-    /// before it (sparse below 1 % density), pending a measurement there.
+    /// Upload `features` in the layout [`InputLayout::for_strategy`] picks on this
+    /// device for a first layer of `width` output columns.
     pub fn from_features(features: &Features, width: usize, options: impl Into<TensorCreationOptions>) -> NodeInput {
         let options = options.into();
-        let layout = match Strategy::for_device(&options.device) {
-            Strategy::Rows => InputLayout::auto(features, width),
-            Strategy::Elements => {
-                let entries = features.rows() * features.cols();
-                if entries > 0 && (features.nnz() as f64) < 0.01 * entries as f64 { InputLayout::Sparse } else { InputLayout::Dense }
-            }
-        };
+        let layout = InputLayout::for_strategy(features, width, Strategy::for_device(&options.device));
         Self::with_layout(features, layout, options)
     }
 

@@ -15,6 +15,7 @@ use burn::tensor::Tensor;
 use super::graph_tensors::{GraphTensors, Norm};
 use super::init::Init;
 use super::input::NodeInput;
+use super::kprop::kprop;
 
 #[derive(Module, Debug)]
 pub struct SageConv {
@@ -46,11 +47,14 @@ impl SageConv {
         Tensor::cat(vec![x.matmul(self.w_root.val()), x.matmul(self.w_nbr.val())], 0)
     }
 
-    /// `f` applied to each block of a [`transform`](Self::transform) output (a linear,
-    /// row-wise graph operation such as KProp), stacked again.
-    pub fn map_blocks(h: Tensor<2>, f: impl Fn(Tensor<2>) -> Tensor<2>) -> Tensor<2> {
+    /// KProp on a [`transform`](Self::transform) output: each stacked block propagated
+    /// on its own (KProp is linear, so KProp(X)·W = KProp(X·W)).
+    pub fn kprop(&self, h: Tensor<2>, graph: &GraphTensors, steps: usize) -> Tensor<2> {
+        if steps == 0 {
+            return h;
+        }
         let n = h.dims()[0] / 2;
-        Tensor::cat(vec![f(h.clone().narrow(0, 0, n)), f(h.narrow(0, n, n))], 0)
+        Tensor::cat(vec![kprop(h.clone().narrow(0, 0, n), graph, steps), kprop(h.narrow(0, n, n), graph, steps)], 0)
     }
 
     /// h_root + mean_nbr(h_nbr) + b, for `h` from [`transform`](Self::transform).
