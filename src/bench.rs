@@ -81,8 +81,15 @@ pub fn data(dir: Option<&Path>, reps: usize) -> Result<()> {
 /// With `compare_pyg` (a Python with torch and torch_geometric), the same epochs are then
 /// timed in PyG (`bench/pyg_epoch.py`, built into the binary) on as many threads, and a
 /// table of both with their ratio is printed. A missing or failing Python only skips the
-/// comparison.
-pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize, compare_pyg: Option<&Path>) -> Result<()> {
+/// comparison. `only` names the workloads to time (empty: all).
+pub fn train(
+    dir: Option<&Path>,
+    backend: Backend,
+    epochs: usize,
+    rounds: usize,
+    compare_pyg: Option<&Path>,
+    only: &[String],
+) -> Result<()> {
     let mut ours: Vec<(String, String, f64)> = Vec::new();
     let device = crate::backend::device(backend)?;
     println!(
@@ -104,6 +111,9 @@ pub fn train(dir: Option<&Path>, backend: Backend, epochs: usize, rounds: usize,
         ("cora-512-64", "dataset: {name: cora}", ec_lda),
     ];
     for (name, dataset_yaml, model_yaml) in workloads {
+        if !only.is_empty() && !only.iter().any(|w| w == name) {
+            continue;
+        }
         let model = |arch: Arch| format!("model: {{arch: {}, {model_yaml}}}", yaml_name(&arch));
         let scenario = |extra: &str| Scenario::parse(&format!("{dataset_yaml}\n{extra}"), "bench", &[]);
         let prepare = |extra: &str| run::prepare(&scenario(extra)?, dir);

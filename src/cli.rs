@@ -160,6 +160,9 @@ enum BenchWhat {
         /// message when it cannot run.
         #[arg(long, value_name = "PYTHON")]
         compare_pyg: Option<PathBuf>,
+        /// Time only these workloads (repeatable; default: all).
+        #[arg(long = "workload", value_name = "NAME", value_parser = ["cora", "synthetic-20k", "pubmed", "cora-512-64"])]
+        workloads: Vec<String>,
     },
 }
 
@@ -218,10 +221,10 @@ fn dispatch(command: Command) -> Result<()> {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::layout(dir.as_deref(), backend, reps))
         }
-        Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg } } => {
+        Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg, workloads } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || {
-                crate::bench::train(dir.as_deref(), backend, epochs, rounds, compare_pyg.as_deref())
+                crate::bench::train(dir.as_deref(), backend, epochs, rounds, compare_pyg.as_deref(), &workloads)
             })
         }
     }

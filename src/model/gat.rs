@@ -5,15 +5,11 @@
 //! into v; out_v = Σ_u α_uv z_u. Heads are concatenated (hidden layers) or averaged
 //! (output layer), then the bias is added.
 //!
-//! The segment softmax subtracts a per-target maximum computed by a max-scatter
-//! (`select_assign` with `IndexingUpdateOp::Max`) on detached logits. Softmax is
-//! invariant to a per-target shift, so treating the shift as a constant leaves the
-//! gradient exact; it only keeps `exp` from overflowing. Every target has its self
-//! loop, so the maximum is finite and each denominator is ≥ 1.
+//! The per-target softmax of the logits is [`Edges::edge_softmax`](super::propagate::Edges::edge_softmax)
+//! (one fused kernel on the CPU backend).
 
 use burn::module::{Module, Param};
 use burn::tensor::Tensor;
-use burn::tensor::activation::leaky_relu;
 
 use super::dropout::dropout;
 use super::graph_tensors::GraphTensors;
@@ -88,23 +84,15 @@ impl GatConv {
         let edges = graph.edges_with_self_loops();
         let a_src = self.node_scores(z.clone(), &self.att_src);
         let a_dst = self.node_scores(z, &self.att_dst);
-        let logits = leaky_relu(edges.gather_src(a_src) + edges.gather_dst(a_dst), self.negative_slope);
-        let shift = edges.gather_dst(edges.scatter_max(logits.clone()));
-        let weights = (logits - shift).exp();
-        let denominators = edges.gather_dst(edges.scatter_add(weights.clone()));
-        dropout(weights / denominators, self.attention_dropout, rng)
+        dropout(edges.edge_softmax(a_src, a_dst, self.negative_slope), self.attention_dropout, rng)
     }
 
     /// Attention-weighted sum of transformed neighbours, heads combined, plus bias.
     pub fn aggregate(&self, z: Tensor<2>, graph: &GraphTensors, rng: Option<&mut Rng>) -> Tensor<2> {
-        let edges = graph.edges_with_self_loops();
         let [n, _] = z.dims();
         let (h, c) = (self.heads, self.channels);
         let alpha = self.attention(z.clone(), graph, rng);
-        let messages = edges.gather_src(z);
-        let e = messages.dims()[0];
-        let messages = (messages.reshape([e, h, c]) * alpha.reshape([e, h, 1])).reshape([e, h * c]);
-        let out = edges.scatter_add(messages);
+        let out = graph.edges_with_self_loops().propagate(z, Some(&alpha));
         let out = if self.concat { out } else { out.reshape([n, h, c]).mean_dim(1).reshape([n, c]) };
         out + self.bias.val().unsqueeze_dim(0)
     }

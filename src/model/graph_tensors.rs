@@ -64,13 +64,13 @@ impl GraphTensors {
                 gcn_w.push(1.0 / ((deg[u_] + 1.0) * (deg[v] + 1.0)).sqrt());
             }
         }
-        let edges = Edges::new(&src, &dst, n, &options);
+        let edges = Edges::new(&src, &dst, n, n, &options);
         for (v, d) in deg.iter().enumerate() {
             src.push(v as u32);
             dst.push(v as u32);
             gcn_w.push(1.0 / (d + 1.0));
         }
-        let looped = Edges::new(&src, &dst, n, &options);
+        let looped = Edges::new(&src, &dst, n, n, &options);
         Ok(GraphTensors {
             num_nodes: n,
             edges,

@@ -19,39 +19,41 @@ pub enum InputLayout {
 }
 
 impl InputLayout {
-    /// The faster layout on the CPU backend (burn-flex) for `features` multiplied by a
-    /// weight of `width` output columns, from a cost model fitted to `fgl-sim bench
-    /// layout` (Cora 2708×1433 at 1.27 % and CiteSeer 3312×3703 at 0.86 % non-zero,
-    /// widths 16–512, forward + backward into W, 2 threads): dense ≈ 0.04 ns per
-    /// N·d·width; sparse ≈ 1.1 ns per nnz·width while the gathered `[nnz, width]` block
-    /// stays under ~8 M entries, ≈ 4.2 ns beyond (it falls out of cache). So sparse wins
-    /// below ≈ 3.6 % density for narrow products and below ≈ 0.95 % for wide ones, and
-    /// the width matters: Cora is sparse at width 128 and dense at 256 and 512.
+    /// The faster layout on the CPU backend (burn-flex, [`Strategy::Fused`]) for
+    /// `features` multiplied by a weight of `width` output columns, from `fgl-sim bench
+    /// layout` (Cora 2708×1433 at 1.27 % and CiteSeer 3312×3703 at 0.86 % non-zero, a
+    /// dense 1000×32 block; widths 16–512, forward + backward into W, 2 threads): dense
+    /// ≈ 0.04–0.07 ns per N·d·width, fused sparse ≈ 0.13–0.3 ns per nnz·width (the upper
+    /// end when W's rows are read at random and no longer fit in L2). Sparse therefore
+    /// wins below ≈ 13 % density, at every width.
     pub fn auto(features: &Features, width: usize) -> InputLayout {
+        Self::for_strategy(features, width, Strategy::Fused)
+    }
+
+    /// The faster layout for the ops `strategy` moves rows with.
+    ///
+    /// * [`Strategy::Fused`]: see [`auto`](Self::auto).
+    /// * [`Strategy::Rows`] (burn-ndarray; measured on burn-flex before the fused
+    ///   kernels): sparse ≈ 1.1 ns per nnz·width while the gathered `[nnz, width]` block
+    ///   stays under ~8 M entries, ≈ 4.2 ns beyond (it falls out of cache), so sparse
+    ///   wins below ≈ 3.6 % density for narrow products and below ≈ 0.95 % for wide ones.
+    /// * [`Strategy::Elements`] (GPUs): sparse below 1 % density, pending a measurement
+    ///   there.
+    pub fn for_strategy(features: &Features, width: usize, strategy: Strategy) -> InputLayout {
         const DENSE_NS: f64 = 0.04;
-        const SPARSE_NS: f64 = 1.1;
-        const SPARSE_WIDE_NS: f64 = 4.2;
-        const WIDE_ENTRIES: usize = 8 << 20;
         let entries = features.rows() * features.cols();
         let nnz = features.nnz();
         if entries == 0 {
             return InputLayout::Dense;
         }
-        let sparse_ns = if nnz.saturating_mul(width) <= WIDE_ENTRIES { SPARSE_NS } else { SPARSE_WIDE_NS };
+        let sparse_ns = match strategy {
+            Strategy::Fused => 0.3,
+            Strategy::Rows if nnz.saturating_mul(width) <= 8 << 20 => 1.1,
+            Strategy::Rows => 4.2,
+            // Breaks even at 1 % density.
+            Strategy::Elements => DENSE_NS / 0.01,
+        };
         if (nnz as f64) * sparse_ns < DENSE_NS * entries as f64 { InputLayout::Sparse } else { InputLayout::Dense }
-    }
-
-    /// [`auto`](Self::auto) on CPU devices (row ops); on GPU devices (element ops) the
-    /// rule measured before the cost model, sparse below 1 % density, pending a
-    /// measurement there.
-    pub fn for_strategy(features: &Features, width: usize, strategy: Strategy) -> InputLayout {
-        match strategy {
-            Strategy::Rows => Self::auto(features, width),
-            Strategy::Elements => {
-                let entries = features.rows() * features.cols();
-                if entries > 0 && (features.nnz() as f64) < 0.01 * entries as f64 { InputLayout::Sparse } else { InputLayout::Dense }
-            }
-        }
     }
 }
 
@@ -107,7 +109,7 @@ impl NodeInput {
                     });
                 }
                 NodeInput::Sparse(SparseInput {
-                    nonzeros: Edges::new(&cols, &rows, n, &options),
+                    nonzeros: Edges::new(&cols, &rows, d, n, &options),
                     values: (!vals.iter().all(|&v| v == 1.0)).then(|| column(&vals, &options)),
                     cols: d,
                 })

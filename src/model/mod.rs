@@ -22,6 +22,7 @@ pub mod input;
 pub mod kprop;
 pub mod propagate;
 pub mod sage;
+pub mod spmm;
 
 #[cfg(test)]
 mod tests;

@@ -6,14 +6,26 @@
 //! primitive also multiplies a sparse input matrix by a weight matrix (see `input.rs`):
 //! the non-zeros are "edges" from weight rows to nodes.
 //!
-//! Which Burn ops carry it depends on the backend ([`Strategy`]): whole-row
-//! `select`/`select_assign` on CPU backends, element-wise `gather`/`scatter` on GPUs.
+//! Which ops carry it depends on the backend ([`Strategy`]): fused sparse kernels on
+//! burn-flex (`spmm`), whole-row `select`/`select_assign` on burn-ndarray,
+//! element-wise `gather`/`scatter` on GPUs.
 
+use std::sync::Arc;
+
+use burn::tensor::activation::leaky_relu;
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorCreationOptions, TensorData};
+
+use super::spmm::{self, Pattern, SharedPattern};
 
 /// Which Burn ops move rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Strategy {
+    /// burn-flex (the `cpu` backend): propagation by the fused kernels of [`spmm`], which
+    /// never materialise the `[E, F]` message block, run on every thread of the current
+    /// pool and sum each target row in edge order (bit-identical whatever the thread
+    /// count, and equal to [`Rows`](Strategy::Rows) in the forward pass). The element
+    /// ops ([`Edges::gather_src`], [`Edges::scatter_add`], …) are those of `Rows`.
+    Fused,
     /// `select` / `select_assign(Add)`: one index per row. On the ndarray CPU backend this
     /// is the fastest form (per training step on Cora-sized input, `Elements` is as fast for
     /// GCN with dense input and up to 6× slower for GAT or sparse input), and the scatter is one sequential pass over the edges, so sums are
@@ -30,42 +42,49 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// [`Elements`](Strategy::Elements) on GPU devices, [`Rows`](Strategy::Rows) otherwise.
+    /// [`Fused`](Strategy::Fused) on burn-flex, [`Elements`](Strategy::Elements) on GPU
+    /// devices, [`Rows`](Strategy::Rows) otherwise.
     ///
     /// Burn 0.22 exposes no backend query on `Device` short of matching its feature-gated
-    /// dispatch enum, so this reads the device's `Debug` name (`Device<Cube(Wgpu(..))>`,
-    /// `Device<NdArray(Cpu)>`). Should that format change, the fallback is `Rows`, which
-    /// is correct everywhere and only slower on GPUs.
+    /// dispatch enum, so this reads the device's `Debug` name (`Device<Flex(..)>`,
+    /// `Device<Cube(Wgpu(..))>`, `Device<NdArray(Cpu)>`). Should that format change, the
+    /// fallback is `Rows`, which is correct everywhere and only slower.
     pub fn for_device(device: &Device) -> Strategy {
         let name = format!("{:?}", device.clone().without_autodiff());
-        if name.contains("Cube(") && !name.contains("Cube(Cpu") { Strategy::Elements } else { Strategy::Rows }
+        if name.contains("Flex(") {
+            Strategy::Fused
+        } else if name.contains("Cube(") && !name.contains("Cube(Cpu") {
+            Strategy::Elements
+        } else {
+            Strategy::Rows
+        }
     }
 }
 
-/// Directed edges `src → dst` between a source set and `num_targets` targets, stored as
-/// index tensors on a device.
+/// Directed edges `src → dst` from `num_sources` source rows into `num_targets` targets,
+/// stored as index tensors on a device (and, for the fused kernels, as a host pattern).
 #[derive(Debug, Clone)]
 pub struct Edges {
     /// `None` when there are no edges: Burn is never asked for zero-length index tensors.
     index: Option<(Tensor<1, Int>, Tensor<1, Int>)>,
+    pattern: SharedPattern,
     len: usize,
     num_targets: usize,
     strategy: Strategy,
 }
 
 impl Edges {
-    /// Edges `src[i] → dst[i]`. Every `dst` must be `< num_targets` and every `src` a valid
-    /// row of the tensors later gathered from (checked by the callers that build them).
+    /// Edges `src[i] → dst[i]`, every `src < num_sources` and every `dst < num_targets`.
     /// The strategy follows the device ([`Strategy::for_device`]).
-    pub fn new(src: &[u32], dst: &[u32], num_targets: usize, options: &TensorCreationOptions) -> Edges {
-        assert_eq!(src.len(), dst.len(), "edge source and target lists differ in length");
-        debug_assert!(dst.iter().all(|&v| (v as usize) < num_targets));
+    pub fn new(src: &[u32], dst: &[u32], num_sources: usize, num_targets: usize, options: &TensorCreationOptions) -> Edges {
+        let pattern = Arc::new(Pattern::new(src, dst, num_sources, num_targets));
         let len = src.len();
         let index = (len > 0).then(|| (index_tensor(src, options), index_tensor(dst, options)));
-        Edges { index, len, num_targets, strategy: Strategy::for_device(&options.device) }
+        Edges { index, pattern, len, num_targets, strategy: Strategy::for_device(&options.device) }
     }
 
     /// The same edges moved by the given ops (results are equal up to float rounding).
+    /// [`Fused`](Strategy::Fused) runs on burn-flex devices only.
     pub fn with_strategy(mut self, strategy: Strategy) -> Edges {
         self.strategy = strategy;
         self
@@ -105,7 +124,7 @@ impl Edges {
 
     fn gather(&self, x: Tensor<2>, index: &Tensor<1, Int>) -> Tensor<2> {
         match self.strategy {
-            Strategy::Rows => x.select(0, index.clone()),
+            Strategy::Rows | Strategy::Fused => x.select(0, index.clone()),
             Strategy::Elements => {
                 let [_, f] = x.dims();
                 x.gather(0, broadcast(index, f))
@@ -120,7 +139,7 @@ impl Edges {
         let zeros = Tensor::zeros([self.num_targets, f], like(&messages));
         match (&self.index, self.strategy) {
             (None, _) => zeros,
-            (Some((_, dst)), Strategy::Rows) => zeros.select_assign(0, dst.clone(), messages, IndexingUpdateOp::Add),
+            (Some((_, dst)), Strategy::Rows | Strategy::Fused) => zeros.select_assign(0, dst.clone(), messages, IndexingUpdateOp::Add),
             (Some((_, dst)), Strategy::Elements) => zeros.scatter(0, broadcast(dst, f), messages, IndexingUpdateOp::Add),
         }
     }
@@ -140,15 +159,49 @@ impl Edges {
         }
     }
 
-    /// Message passing: `out[v] = Σ_{u→v} w_uv · x[u]`, with `weights` of shape `[len, 1]`
-    /// (`None` = all ones). Returns `[num_targets, F]`.
+    /// GAT's attention coefficients: per edge and head `l = LeakyReLU(a_src[u] + a_dst[v])`
+    /// (`a_src`: `[num_sources, H]`, `a_dst`: `[num_targets, H]`), soft-maxed over the
+    /// edges into each target: `[len, H]`.
+    ///
+    /// The softmax subtracts each target's maximum logit first. Softmax is invariant to a
+    /// per-target shift, so the shift is treated as a constant (a max-scatter on detached
+    /// logits in the composed form: Burn documents max-scatter gradients as undefined for
+    /// repeated indices); it only keeps `exp` from overflowing. A target whose edges
+    /// include a self loop (GAT adds one everywhere) has a finite maximum and a
+    /// denominator ≥ 1. The fused kernel computes the same per target in edge order, and
+    /// its backward pass goes through softmax and LeakyReLU in one step per target.
+    pub fn edge_softmax(&self, a_src: Tensor<2>, a_dst: Tensor<2>, negative_slope: f64) -> Tensor<2> {
+        if self.strategy == Strategy::Fused {
+            return spmm::edge_softmax(a_src, a_dst, &self.pattern, negative_slope);
+        }
+        let logits = leaky_relu(self.gather_src(a_src) + self.gather_dst(a_dst), negative_slope);
+        let shift = self.gather_dst(self.scatter_max(logits.clone()));
+        let weights = (logits - shift).exp();
+        let denominators = self.gather_dst(self.scatter_add(weights.clone()));
+        weights / denominators
+    }
+
+    /// Message passing: `out[v] = Σ_{u→v} w_uv · x[u]`, with `weights` of shape `[len, 1]`,
+    /// or `[len, H]` for `H` heads splitting the columns of `x` into equal blocks, each
+    /// scaled by its own weight (`None` = all ones). Returns `[num_targets, F]`.
+    /// Differentiable in `x` and in `weights`.
     pub fn propagate(&self, x: Tensor<2>, weights: Option<&Tensor<2>>) -> Tensor<2> {
+        let [_, f] = x.dims();
         if self.is_empty() {
-            let [_, f] = x.dims();
             return Tensor::zeros([self.num_targets, f], like(&x));
+        }
+        if self.strategy == Strategy::Fused {
+            return match weights {
+                Some(w) => spmm::spmm_weighted(x, w.clone(), &self.pattern, false),
+                None => spmm::spmm(x, &self.pattern, false),
+            };
         }
         let messages = self.gather_src(x);
         let messages = match weights {
+            Some(w) if w.dims()[1] > 1 => {
+                let [e, h] = w.dims();
+                (messages.reshape([e, h, f / h]) * w.clone().reshape([e, h, 1])).reshape([e, f])
+            }
             Some(w) => messages * w.clone(),
             None => messages,
         };

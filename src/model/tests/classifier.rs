@@ -7,6 +7,7 @@ use super::support::*;
 use crate::model::config::{Arch, Hidden, ModelConfig};
 use crate::model::graph_tensors::GraphTensors;
 use crate::model::input::{InputLayout, NodeInput};
+use crate::model::propagate::Strategy;
 use crate::model::{Conv, NodeClassifier};
 use crate::rng;
 
@@ -128,16 +129,20 @@ fn logits_of(model: &NodeClassifier, x: &NodeInput, g: &GraphTensors, train_seed
 }
 
 #[test]
-fn forward_passes_are_bit_identical_across_runs_and_thread_counts() {
-    // Default (f32) dtype: the precision the simulator trains in.
+fn forward_passes_and_gradients_are_bit_identical_across_runs_and_thread_counts() {
+    // Default (f32) dtype: the precision the simulator trains in. Large enough that the
+    // fused kernels split their rows over threads (checked), and the gradients too.
     let device = cpu();
-    let f = sparse_features(2, 300, 50, 0.05);
+    let n = 3000;
+    let f = sparse_features(2, n, 50, 0.05);
     let (graph, _) = crate::data::graph::Graph::from_edges(
-        300,
-        (0..900).map(|i| ((i * 7919) % 300, (i * 104_729 + 13) % 300)),
+        n,
+        (0..12 * n).map(|i| ((i * 7919) % n, (i * 104_729 + 13) % n)),
         "test",
     )
     .unwrap();
+    let work = (2 * graph.num_edges() + n) * 16;
+    assert!(crate::model::spmm::splits_work(n, work), "the test graph must take the parallel path");
     let g = GraphTensors::new(&graph, &device).unwrap();
     for layout in [InputLayout::Dense, InputLayout::Sparse] {
         let x = NodeInput::with_layout(&f, layout, &device);
@@ -155,6 +160,33 @@ fn forward_passes_are_bit_identical_across_runs_and_thread_counts() {
             assert_ne!(run(1, Some(3)), run(1, Some(4)), "dropout seeds differ");
             let other = logits_of(&c.init(50, 5, 43, &device).unwrap(), &x, &g, None);
             assert_ne!(run(1, None), other, "init seeds differ");
+            let grads = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+                pool.install(|| {
+                    let m = c.init(50, 5, 42, &device.clone().autodiff()).unwrap();
+                    let out = m.forward_train(&x, &g, &mut rng::derive(3, "dropout", &[]));
+                    let grads = loss(out.logits).backward();
+                    let first = match &m.convs[0] {
+                        Conv::Gcn(l) => l.weight.val().grad(&grads),
+                        Conv::Sage(l) => l.w_nbr.val().grad(&grads),
+                        Conv::Gat(l) => l.att_src.val().grad(&grads),
+                    };
+                    bits(first.expect("gradient reaches the first layer"))
+                })
+            };
+            assert_eq!(grads(1), grads(4), "{arch:?} {layout:?} gradients, 1 vs 4 threads");
+            // The parallel path of the fused kernels against Burn's row ops.
+            let rows = Strategy::Rows;
+            let model = c.init(50, 5, 42, &device).unwrap();
+            let fused = model.forward(&x, &g).logits.into_data().try_to_vec::<f32>().unwrap();
+            let composed = model
+                .forward(&x.clone().with_strategy(rows), &g.clone().with_strategy(rows))
+                .logits
+                .into_data()
+                .try_to_vec::<f32>()
+                .unwrap();
+            let err = fused.iter().zip(&composed).map(|(a, b)| (a - b).abs() / b.abs().max(1.0)).fold(0f32, f32::max);
+            assert!(err < 1e-5, "{arch:?} {layout:?}: fused and row ops differ by {err:e}");
         }
     }
 }

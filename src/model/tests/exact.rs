@@ -57,7 +57,7 @@ fn propagation_matches_hand_computed_normalisations() {
             ]),
         ),
     ];
-    for strategy in [Strategy::Rows, Strategy::Elements] {
+    for strategy in [Strategy::Fused, Strategy::Rows, Strategy::Elements] {
         let g = GraphTensors::new(&four(), f64_cpu()).unwrap().with_strategy(strategy);
         for (norm, want) in &cases {
             assert_close(&values(g.propagate(x_tensor(), *norm)), want, TOL, &format!("{norm:?} {strategy:?}"));
@@ -104,7 +104,7 @@ fn sparse_input_matmul_equals_dense() {
     let f = sparse_features(3, 7, 11, 0.2);
     let w = tensor(random_values(4, 11 * 5), [11, 5], &f64_cpu());
     let dense = NodeInput::with_layout(&f, InputLayout::Dense, f64_cpu());
-    for strategy in [Strategy::Rows, Strategy::Elements] {
+    for strategy in [Strategy::Fused, Strategy::Rows, Strategy::Elements] {
         let sparse = NodeInput::with_layout(&f, InputLayout::Sparse, f64_cpu()).with_strategy(strategy);
         assert_eq!((sparse.num_nodes(), sparse.dim()), (7, 11));
         assert_close(&values(sparse.matmul(w.clone())), &values(dense.matmul(w.clone())), TOL, "sparse vs dense");
@@ -187,7 +187,7 @@ fn gat_matches_a_naive_reference() {
     let graph = tiny_graph();
     let xv = random_values(6, 18);
     let x = NodeInput::Dense(tensor(xv.clone(), [6, 3], &f64_cpu()));
-    for strategy in [Strategy::Rows, Strategy::Elements] {
+    for strategy in [Strategy::Fused, Strategy::Rows, Strategy::Elements] {
         let g = GraphTensors::new(&graph, f64_cpu()).unwrap().with_strategy(strategy);
         for concat in [true, false] {
             let layer = gat(3, 2, 3, concat, 20);
@@ -213,21 +213,31 @@ fn gat_softmax_is_stable_for_large_logits() {
 #[test]
 fn auto_layout_follows_density_and_width() {
     assert_eq!(InputLayout::auto(&sparse_features(8, 50, 400, 0.005), 16), InputLayout::Sparse);
-    assert_eq!(InputLayout::auto(&sparse_features(8, 50, 400, 0.02), 16), InputLayout::Sparse);
-    assert_eq!(InputLayout::auto(&sparse_features(8, 50, 400, 0.05), 16), InputLayout::Dense);
+    assert_eq!(InputLayout::auto(&sparse_features(8, 50, 400, 0.05), 16), InputLayout::Sparse);
+    assert_eq!(InputLayout::auto(&sparse_features(8, 50, 400, 0.3), 16), InputLayout::Dense);
     let dense = crate::data::features::Features::Dense(crate::data::features::DenseMatrix::zeros(3, 2));
     assert_eq!(InputLayout::auto(&dense, 16), InputLayout::Sparse);
-    // Cora-like (1.27 % of 3000×1500): sparse for a narrow first layer, dense for a
-    // wide one, whose gathered block would no longer fit in cache.
+    // Cora-like (1.27 % of 3000×1500): the fused kernels keep it sparse at every width;
+    // the row ops, whose gathered block falls out of cache, only for narrow ones.
     let cora_like = sparse_features(9, 3000, 1500, 0.0127);
-    assert_eq!(InputLayout::auto(&cora_like, 128), InputLayout::Sparse);
-    assert_eq!(InputLayout::auto(&cora_like, 512), InputLayout::Dense);
-    // CiteSeer-like (0.86 %): sparse at every width.
-    assert_eq!(InputLayout::auto(&sparse_features(9, 3000, 3700, 0.0086), 512), InputLayout::Sparse);
+    for width in [16, 128, 512] {
+        assert_eq!(InputLayout::auto(&cora_like, width), InputLayout::Sparse, "width {width}");
+    }
+    assert_eq!(InputLayout::for_strategy(&cora_like, 128, Strategy::Rows), InputLayout::Sparse);
+    assert_eq!(InputLayout::for_strategy(&cora_like, 512, Strategy::Rows), InputLayout::Dense);
+    // CiteSeer-like (0.86 %): sparse at every width for the row ops too.
+    assert_eq!(InputLayout::for_strategy(&sparse_features(9, 3000, 3700, 0.0086), 512, Strategy::Rows), InputLayout::Sparse);
+    // GPUs: sparse below 1 %.
+    assert_eq!(InputLayout::for_strategy(&cora_like, 16, Strategy::Elements), InputLayout::Dense);
+    assert_eq!(InputLayout::for_strategy(&sparse_features(9, 3000, 3700, 0.0086), 16, Strategy::Elements), InputLayout::Sparse);
 }
 
 #[test]
-fn cpu_devices_use_row_ops() {
-    assert_eq!(Strategy::for_device(&cpu()), Strategy::Rows);
-    assert_eq!(Strategy::for_device(&cpu().autodiff()), Strategy::Rows);
+#[allow(deprecated)] // burn-ndarray stays selectable (`backend: ndarray`) while Burn ships it
+fn each_cpu_backend_gets_its_strategy() {
+    assert_eq!(Strategy::for_device(&cpu()), Strategy::Fused);
+    assert_eq!(Strategy::for_device(&cpu().autodiff()), Strategy::Fused);
+    let ndarray = burn::tensor::Device::ndarray();
+    assert_eq!(Strategy::for_device(&ndarray), Strategy::Rows);
+    assert_eq!(Strategy::for_device(&ndarray.autodiff()), Strategy::Rows);
 }

@@ -1,7 +1,7 @@
 //! Autodiff gradients against central finite differences (f64, step 1e-6) on the
 //! 6-node graph with an isolated node. Tolerance: max |g_ad − g_fd| / max(1, |g_fd|)
 //! < 1e-6 over every entry of every parameter and of the input. Every check runs with
-//! both gather/scatter strategies.
+//! every propagation strategy (fused kernels, row ops, element ops).
 
 use burn::nn::Linear;
 use burn::tensor::Tensor;
@@ -28,7 +28,7 @@ fn input(leaf: &Tensor<1>) -> NodeInput {
 }
 
 fn check(name: &str, leaves: &[Vec<f64>], f: impl Fn(&[Tensor<1>], Strategy) -> Tensor<1>) {
-    for strategy in [Strategy::Rows, Strategy::Elements] {
+    for strategy in [Strategy::Fused, Strategy::Rows, Strategy::Elements] {
         let err = gradient_error(leaves, |t| f(t, strategy));
         println!("{name} {strategy:?}: max gradient error {err:e}");
         assert!(err < TOL, "{name} {strategy:?}: max gradient error {err:e} ≥ {TOL:e}");

@@ -1,0 +1,894 @@
+//! Fused sparse × dense products on the CPU backend (burn-flex), as a Burn backend
+//! extension with hand-written backward passes.
+//!
+//! Composed from Burn ops, one propagation step is a gather into an `[E, F]` block, a
+//! multiply and a scatter-add, and its backward is the same again: four passes over
+//! `E·F` entries plus two allocations of that size. At EC-LDA's widths (F = 512) the
+//! block alone is ~100 MB on Cora's input and falls out of cache. The fused kernels read
+//! each source row where it lies and write each target row once:
+//!
+//! * [`GraphOps::spmm`] — `out[t] = Σ_{e into t} x[s_e]` (all weights one); its gradient
+//!   is the same product over the transposed pattern.
+//! * [`GraphOps::spmm_weighted`] — the same with per-edge, per-head weights from a tensor
+//!   (a normalisation, feature values, GAT's attention); the weights' gradient, when
+//!   they need one, is [`GraphOps::sddmm`].
+//! * [`GraphOps::sddmm`] — `out[e, h] = ⟨a[t_e]_h, b[s_e]_h⟩`, per head.
+//!
+//! Every output row (or edge) is computed by one task, summing in edge order, so
+//! results are bit-identical whatever the number of threads; work is split over the
+//! current rayon pool by blocks of output rows. The sums run in the same order as
+//! Burn's sequential `select_assign(Add)`, so the fused and composed forms agree
+//! to the last bit in the forward pass.
+
+use std::sync::Arc;
+
+use burn::backend::autodiff::Autodiff;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops, OpsKind, unary};
+use burn::backend::autodiff::NodeId;
+use burn::backend::flex::FlexTensor;
+use burn::backend::tensor::FloatTensor;
+use burn::backend::{Backend, Dispatch, Flex, TensorMetadata, backend_extension};
+use burn::tensor::{DType, Tensor, TensorData};
+use rayon::prelude::*;
+
+/// A sparse matrix's non-zero pattern, grouped both ways, on the host. Edge `e` goes from source row `src[e]` to target row `dst[e]`.
+#[derive(Debug)]
+pub struct Pattern {
+    targets: usize,
+    sources: usize,
+    src: Vec<u32>,
+    dst: Vec<u32>,
+    /// Edges grouped by target, in edge order within a target.
+    by_dst: Groups,
+    /// Edges grouped by source, in edge order within a source.
+    by_src: Groups,
+}
+
+#[derive(Debug)]
+struct Groups {
+    ptr: Vec<usize>,
+    edge: Vec<u32>,
+}
+
+impl Groups {
+    fn new(keys: &[u32], n: usize) -> Groups {
+        let mut ptr = vec![0usize; n + 1];
+        for &k in keys {
+            ptr[k as usize + 1] += 1;
+        }
+        for i in 0..n {
+            ptr[i + 1] += ptr[i];
+        }
+        let mut next = ptr.clone();
+        let mut edge = vec![0u32; keys.len()];
+        for (e, &k) in keys.iter().enumerate() {
+            edge[next[k as usize]] = e as u32;
+            next[k as usize] += 1;
+        }
+        Groups { ptr, edge }
+    }
+
+    fn of(&self, row: usize) -> &[u32] {
+        &self.edge[self.ptr[row]..self.ptr[row + 1]]
+    }
+}
+
+impl Pattern {
+    /// Edges `src[e] → dst[e]` from `sources` rows into `targets` rows.
+    pub fn new(src: &[u32], dst: &[u32], sources: usize, targets: usize) -> Pattern {
+        assert_eq!(src.len(), dst.len(), "edge source and target lists differ in length");
+        assert!(src.len() <= u32::MAX as usize, "more edges than u32 indices can name");
+        assert!(src.iter().all(|&s| (s as usize) < sources), "edge source out of range");
+        assert!(dst.iter().all(|&t| (t as usize) < targets), "edge target out of range");
+        Pattern {
+            targets,
+            sources,
+            by_dst: Groups::new(dst, targets),
+            by_src: Groups::new(src, sources),
+            src: src.to_vec(),
+            dst: dst.to_vec(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.src.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.src.is_empty()
+    }
+
+    /// Rows of the product: targets, or sources when transposed.
+    fn out_rows(&self, transpose: bool) -> usize {
+        if transpose { self.sources } else { self.targets }
+    }
+
+    fn in_rows(&self, transpose: bool) -> usize {
+        if transpose { self.targets } else { self.sources }
+    }
+
+    /// (groups of the output rows, the row each edge reads, the row each edge writes).
+    fn view(&self, transpose: bool) -> (&Groups, &[u32], &[u32]) {
+        if transpose { (&self.by_src, &self.dst, &self.src) } else { (&self.by_dst, &self.src, &self.dst) }
+    }
+}
+
+/// Shared handle to a [`Pattern`], passed to the extension ops.
+pub type SharedPattern = Arc<Pattern>;
+
+/// The extension: implemented natively for burn-flex and, with backward passes, for
+/// autodiff over it. Other backends never call it (see `propagate::Strategy`).
+#[backend_extension(Flex, Autodiff)]
+pub trait GraphOps: Backend {
+    /// `out[t] = Σ_{e: dst_e = t} x[src_e]` (`transpose`: sources and targets
+    /// swapped), `x`: `[in_rows, F]` → `[out_rows, F]`.
+    fn spmm(x: FloatTensor<Self>, pattern: SharedPattern, transpose: bool) -> FloatTensor<Self>;
+
+    /// As [`spmm`](GraphOps::spmm) with weights `w`: `[E, H]`, the columns of `x` split into
+    /// `H` equal heads: `out[t]_h = Σ_e w[e, h] · x[s_e]_h`.
+    fn spmm_weighted(
+        x: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        pattern: SharedPattern,
+        transpose: bool,
+    ) -> FloatTensor<Self>;
+
+    /// `out[e, h] = ⟨a[t_e]_h, b[s_e]_h⟩` with `a`: `[out_rows, H·C]`, `b`: `[in_rows, H·C]`,
+    /// (t, s) = (dst, src), or (src, dst) when transposed. Returns `[E, H]`.
+    fn sddmm(
+        a: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        pattern: SharedPattern,
+        transpose: bool,
+        heads: usize,
+    ) -> FloatTensor<Self>;
+
+    /// GAT's attention: per edge and head the logit
+    /// `l = LeakyReLU(a_src[s_e] + a_dst[t_e])`, soft-maxed over the edges into each
+    /// target (shifted by the target's maximum). `a_src`, `a_dst`: `[N, H]` → `[E, H]`.
+    fn edge_softmax(a_src: FloatTensor<Self>, a_dst: FloatTensor<Self>, pattern: SharedPattern, negative_slope: f64)
+    -> FloatTensor<Self>;
+
+    /// The gradient of [`edge_softmax`](GraphOps::edge_softmax) with respect to the
+    /// pre-activation logits `a_src[s_e] + a_dst[t_e]`, from its output `alpha` and the
+    /// output gradient: `α_e (g_e − Σ_{e' into t} α_e' g_e')`, times the LeakyReLU slope
+    /// where the pre-activation is negative. `[E, H]`.
+    fn edge_softmax_grad(
+        a_src: FloatTensor<Self>,
+        a_dst: FloatTensor<Self>,
+        alpha: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        pattern: SharedPattern,
+        negative_slope: f64,
+    ) -> FloatTensor<Self>;
+}
+
+/// [`GraphOps::spmm`] on dispatch tensors.
+pub fn spmm(x: Tensor<2>, pattern: &SharedPattern, transpose: bool) -> Tensor<2> {
+    Tensor::from_dispatch(Dispatch::spmm(x.into_dispatch(), pattern.clone(), transpose))
+}
+
+/// [`GraphOps::sddmm`] on dispatch tensors.
+pub fn sddmm(a: Tensor<2>, b: Tensor<2>, pattern: &SharedPattern, transpose: bool, heads: usize) -> Tensor<2> {
+    Tensor::from_dispatch(Dispatch::sddmm(a.into_dispatch(), b.into_dispatch(), pattern.clone(), transpose, heads))
+}
+
+/// [`GraphOps::edge_softmax`] on dispatch tensors.
+pub fn edge_softmax(a_src: Tensor<2>, a_dst: Tensor<2>, pattern: &SharedPattern, negative_slope: f64) -> Tensor<2> {
+    Tensor::from_dispatch(Dispatch::edge_softmax(
+        a_src.into_dispatch(),
+        a_dst.into_dispatch(),
+        pattern.clone(),
+        negative_slope,
+    ))
+}
+
+/// [`GraphOps::spmm_weighted`] on dispatch tensors.
+pub fn spmm_weighted(x: Tensor<2>, w: Tensor<2>, pattern: &SharedPattern, transpose: bool) -> Tensor<2> {
+    Tensor::from_dispatch(Dispatch::spmm_weighted(x.into_dispatch(), w.into_dispatch(), pattern.clone(), transpose))
+}
+
+// ---------------------------------------------------------------------------------------
+// Host kernels
+
+/// The float types the kernels run in.
+trait Real:
+    Copy
+    + Send
+    + Sync
+    + Default
+    + std::ops::AddAssign
+    + std::ops::Add<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + burn::tensor::Element
+    + bytemuck::Pod
+{
+    fn dot(a: &[Self], b: &[Self]) -> Self;
+}
+
+macro_rules! real {
+    ($t:ty) => {
+        impl Real for $t {
+            #[inline]
+            fn dot(a: &[$t], b: &[$t]) -> $t {
+                a.iter().zip(b).fold(0.0, |s, (&p, &q)| s + p * q)
+            }
+        }
+    };
+}
+real!(f32);
+real!(f64);
+
+/// Below this many multiply-adds a product runs on the calling thread.
+const PARALLEL_WORK: usize = 1 << 15;
+
+/// Rows per parallel task: about `PARALLEL_WORK` multiply-adds each, at least one row.
+fn rows_per_task(rows: usize, work: usize) -> usize {
+    let tasks = (work / PARALLEL_WORK).clamp(1, rows.max(1));
+    rows.div_ceil(tasks).max(1)
+}
+
+/// Whether a product of `rows` output rows and `work` multiply-adds is split over
+/// threads (for tests that must exercise the parallel path).
+pub fn splits_work(rows: usize, work: usize) -> bool {
+    rows_per_task(rows, work) < rows
+}
+
+fn contiguous(x: &FlexTensor) -> FlexTensor {
+    if x.layout().contiguous_offsets().is_some() { x.clone() } else { x.to_contiguous() }
+}
+
+fn dims2(x: &FlexTensor) -> [usize; 2] {
+    let shape = x.shape();
+    assert_eq!(shape.num_dims(), 2, "sparse products take 2-d tensors, got shape {shape:?}");
+    [shape[0], shape[1]]
+}
+
+fn from_vec<T: Real>(data: Vec<T>, rows: usize, cols: usize) -> FlexTensor {
+    FlexTensor::from_data(TensorData::new(data, [rows, cols]))
+}
+
+/// `out[t]_h = Σ_e w(e, h) · x[s_e]_h` over the groups of `view`.
+fn spmm_kernel<T: Real>(
+    x: &[T],
+    cols: usize,
+    weights: Weights<'_, T>,
+    pattern: &Pattern,
+    transpose: bool,
+) -> Vec<T> {
+    let (groups, read, _) = pattern.view(transpose);
+    let rows = pattern.out_rows(transpose);
+    let mut out = vec![T::default(); rows * cols];
+    if cols == 0 || rows == 0 {
+        return out;
+    }
+    let job = SpmmJob { x, cols, weights, groups, read };
+    let per_task = rows_per_task(rows, pattern.len() * cols);
+    if per_task >= rows {
+        job.rows(&mut out, 0);
+    } else {
+        out.par_chunks_mut(per_task * cols).enumerate().for_each(|(block, chunk)| job.rows(chunk, block * per_task));
+    }
+    out
+}
+
+/// Columns accumulated in registers per pass over a row's edges.
+const BLOCK: usize = 16;
+
+struct SpmmJob<'a, T> {
+    x: &'a [T],
+    cols: usize,
+    weights: Weights<'a, T>,
+    groups: &'a Groups,
+    read: &'a [u32],
+}
+
+impl<T: Real> SpmmJob<'_, T> {
+    /// Output rows `first..` into `out` (whole rows).
+    fn rows(&self, out: &mut [T], first: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { self.rows_avx2(out, first) };
+        }
+        self.rows_portable(out, first)
+    }
+
+    /// The same code compiled for 256-bit vectors. No FMA: a fused multiply-add rounds
+    /// differently, and results must not depend on the CPU model.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn rows_avx2(&self, out: &mut [T], first: usize) {
+        self.rows_portable(out, first)
+    }
+
+    #[inline(always)]
+    fn rows_portable(&self, out: &mut [T], first: usize) {
+        let heads = self.weights.heads();
+        let head_cols = self.cols / heads;
+        // Heads narrower than a block share it: 8-column heads (PyG's GAT default 8 × 8)
+        // two to a block, each half scaled by its own weight; other narrow widths lane by
+        // lane.
+        if heads > 1 && head_cols == 8 && self.cols % BLOCK == 0 {
+            for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
+                let edges = self.groups.of(first + i);
+                for c in (0..self.cols).step_by(BLOCK) {
+                    self.block_of_heads::<BLOCK, 8>(&mut acc[c..c + BLOCK], edges, c);
+                }
+            }
+            return;
+        }
+        let segments = if head_cols % BLOCK == 0 { heads } else { 1 };
+        let seg_cols = self.cols / segments;
+        for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
+            let edges = self.groups.of(first + i);
+            for k in 0..segments {
+                let mut c = k * seg_cols;
+                let end = c + seg_cols;
+                while c + BLOCK <= end {
+                    self.block::<BLOCK>(&mut acc[c..c + BLOCK], edges, c, head_cols);
+                    c += BLOCK;
+                }
+                while c + 4 <= end {
+                    self.block::<4>(&mut acc[c..c + 4], edges, c, head_cols);
+                    c += 4;
+                }
+                while c < end {
+                    self.block::<1>(&mut acc[c..c + 1], edges, c, head_cols);
+                    c += 1;
+                }
+            }
+        }
+    }
+
+    /// [`block`](Self::block) for per-head weights where `N` columns starting at `c` (a
+    /// multiple of `HC`) span `N / HC` whole heads of `HC` columns.
+    #[inline(always)]
+    fn block_of_heads<const N: usize, const HC: usize>(&self, out: &mut [T], edges: &[u32], c: usize) {
+        let Weights::Heads(w, h) = self.weights else { unreachable!("per-head weights") };
+        let first_head = c / HC;
+        let mut acc = [T::default(); N];
+        for &e in edges {
+            let e = e as usize;
+            let at = self.read[e] as usize * self.cols + c;
+            let xs: &[T; N] = self.x[at..at + N].try_into().expect("N columns");
+            let ws = &w[e * h + first_head..e * h + first_head + N / HC];
+            for (q, &wq) in ws.iter().enumerate() {
+                for j in 0..HC {
+                    acc[q * HC + j] += wq * xs[q * HC + j];
+                }
+            }
+        }
+        out.copy_from_slice(&acc);
+    }
+
+    /// Columns `c..c + N` of one output row, summed over its edges in edge order, in
+    /// registers. Column `j` belongs to head `j / head_cols`.
+    #[inline(always)]
+    fn block<const N: usize>(&self, out: &mut [T], edges: &[u32], c: usize, head_cols: usize) {
+        let mut acc = [T::default(); N];
+        let head = |j: usize| (c + j) / head_cols;
+        let (first_head, last_head) = (head(0), head(N - 1));
+        let mut lane_head = [0usize; N];
+        for (j, h) in lane_head.iter_mut().enumerate() {
+            *h = head(j);
+        }
+        for &e in edges {
+            let e = e as usize;
+            let at = self.read[e] as usize * self.cols + c;
+            let xs: &[T; N] = self.x[at..at + N].try_into().expect("N columns");
+            match self.weights {
+                Weights::Ones => {
+                    for j in 0..N {
+                        acc[j] += xs[j];
+                    }
+                }
+                Weights::Column(w) => {
+                    let w = w[e];
+                    for j in 0..N {
+                        acc[j] += w * xs[j];
+                    }
+                }
+                Weights::Heads(w, h) if first_head == last_head => {
+                    let w = w[e * h + first_head];
+                    for j in 0..N {
+                        acc[j] += w * xs[j];
+                    }
+                }
+                Weights::Heads(w, h) => {
+                    let row = &w[e * h..(e + 1) * h];
+                    let mut lane = [T::default(); N];
+                    for j in 0..N {
+                        lane[j] = row[lane_head[j]];
+                    }
+                    for j in 0..N {
+                        acc[j] += lane[j] * xs[j];
+                    }
+                }
+            }
+        }
+        out.copy_from_slice(&acc);
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Weights<'a, T> {
+    Ones,
+    /// `[E, 1]`.
+    Column(&'a [T]),
+    /// `[E, H]` row-major, and H > 1.
+    Heads(&'a [T], usize),
+}
+
+impl<T> Weights<'_, T> {
+    fn heads(&self) -> usize {
+        match self {
+            Weights::Heads(_, h) => *h,
+            _ => 1,
+        }
+    }
+}
+
+fn sddmm_kernel<T: Real>(a: &[T], b: &[T], cols: usize, heads: usize, pattern: &Pattern, transpose: bool) -> Vec<T> {
+    let (_, read, write) = pattern.view(transpose);
+    let edges = pattern.len();
+    let mut out = vec![T::default(); edges * heads];
+    if heads == 0 || edges == 0 {
+        return out;
+    }
+    let head_cols = cols / heads;
+    let edge = |e: usize, o: &mut [T]| {
+        let (t, s) = (write[e] as usize, read[e] as usize);
+        let (at, bs) = (&a[t * cols..(t + 1) * cols], &b[s * cols..(s + 1) * cols]);
+        for (k, ok) in o.iter_mut().enumerate() {
+            let r = k * head_cols..(k + 1) * head_cols;
+            *ok = T::dot(&at[r.clone()], &bs[r]);
+        }
+    };
+    let per_task = rows_per_task(edges, edges * cols);
+    if per_task >= edges {
+        out.chunks_exact_mut(heads).enumerate().for_each(|(e, o)| edge(e, o));
+    } else {
+        out.par_chunks_mut(per_task * heads).enumerate().for_each(|(block, chunk)| {
+            for (i, o) in chunk.chunks_exact_mut(heads).enumerate() {
+                edge(block * per_task + i, o);
+            }
+        });
+    }
+    out
+}
+
+/// Per target, in edge order: logits, their maximum, exponentials, their sum, α.
+fn edge_softmax_kernel<T: Real + num_float::Float>(a_src: &[T], a_dst: &[T], heads: usize, pattern: &Pattern, slope: T) -> Vec<T> {
+    let mut out = vec![T::default(); pattern.len() * heads];
+    let leaky = |x: T| if x > T::default() { x } else { slope * x };
+    // Rows of `out` belong to edges, grouped by target but not necessarily contiguous per
+    // target: compute per target into a scratch buffer, then scatter (each edge's row is
+    // written by exactly one target).
+    let per_target = |t: usize, scratch: &mut Vec<T>| {
+        let edges = pattern.by_dst.of(t);
+        scratch.clear();
+        scratch.resize(edges.len() * heads, T::default());
+        for k in 0..heads {
+            let mut max = T::neg_infinity();
+            for (i, &e) in edges.iter().enumerate() {
+                let s = pattern.src[e as usize] as usize;
+                let l = leaky(a_src[s * heads + k] + a_dst[t * heads + k]);
+                scratch[i * heads + k] = l;
+                if l > max {
+                    max = l;
+                }
+            }
+            let mut sum = T::default();
+            for i in 0..edges.len() {
+                let p = (scratch[i * heads + k] - max).exp();
+                scratch[i * heads + k] = p;
+                sum += p;
+            }
+            for i in 0..edges.len() {
+                scratch[i * heads + k] = scratch[i * heads + k] / sum;
+            }
+        }
+    };
+    let targets = pattern.targets;
+    let rows: Vec<Vec<T>> = (0..targets)
+        .into_par_iter()
+        .with_min_len(rows_per_task(targets, pattern.len() * heads * 8))
+        .map_init(Vec::new, |scratch, t| {
+            per_target(t, scratch);
+            scratch.clone()
+        })
+        .collect();
+    for (t, row) in rows.iter().enumerate() {
+        for (i, &e) in pattern.by_dst.of(t).iter().enumerate() {
+            out[e as usize * heads..(e as usize + 1) * heads].copy_from_slice(&row[i * heads..(i + 1) * heads]);
+        }
+    }
+    out
+}
+
+fn edge_softmax_grad_kernel<T: Real + num_float::Float>(
+    a_src: &[T],
+    a_dst: &[T],
+    alpha: &[T],
+    grad: &[T],
+    heads: usize,
+    pattern: &Pattern,
+    slope: T,
+) -> Vec<T> {
+    let targets = pattern.targets;
+    let rows: Vec<Vec<T>> = (0..targets)
+        .into_par_iter()
+        .with_min_len(rows_per_task(targets, pattern.len() * heads * 4))
+        .map(|t| {
+            let edges = pattern.by_dst.of(t);
+            let mut row = vec![T::default(); edges.len() * heads];
+            for k in 0..heads {
+                let mut dot = T::default();
+                for &e in edges {
+                    let j = e as usize * heads + k;
+                    dot += alpha[j] * grad[j];
+                }
+                for (i, &e) in edges.iter().enumerate() {
+                    let j = e as usize * heads + k;
+                    let g = alpha[j] * (grad[j] - dot);
+                    let s = pattern.src[e as usize] as usize;
+                    let pre = a_src[s * heads + k] + a_dst[t * heads + k];
+                    row[i * heads + k] = if pre > T::default() { g } else { slope * g };
+                }
+            }
+            row
+        })
+        .collect();
+    let mut out = vec![T::default(); pattern.len() * heads];
+    for (t, row) in rows.iter().enumerate() {
+        for (i, &e) in pattern.by_dst.of(t).iter().enumerate() {
+            out[e as usize * heads..(e as usize + 1) * heads].copy_from_slice(&row[i * heads..(i + 1) * heads]);
+        }
+    }
+    out
+}
+
+/// Float operations the softmax kernels need beyond [`Real`].
+mod num_float {
+    pub trait Float: Copy + PartialOrd + std::ops::Sub<Output = Self> + std::ops::Div<Output = Self> {
+        fn exp(self) -> Self;
+        fn neg_infinity() -> Self;
+    }
+    impl Float for f32 {
+        fn exp(self) -> f32 {
+            f32::exp(self)
+        }
+        fn neg_infinity() -> f32 {
+            f32::NEG_INFINITY
+        }
+    }
+    impl Float for f64 {
+        fn exp(self) -> f64 {
+            f64::exp(self)
+        }
+        fn neg_infinity() -> f64 {
+            f64::NEG_INFINITY
+        }
+    }
+}
+
+/// `[N, H]` node scores of a pattern's source and target sets.
+fn check_scores(a_src: &FlexTensor, a_dst: &FlexTensor, pattern: &Pattern) -> usize {
+    let [ns, h] = dims2(a_src);
+    let [nt, h2] = dims2(a_dst);
+    assert_eq!((ns, nt, h2), (pattern.sources, pattern.targets, h), "edge softmax: score shapes");
+    h
+}
+
+fn check_input(x: &FlexTensor, pattern: &Pattern, transpose: bool) -> [usize; 2] {
+    let [rows, cols] = dims2(x);
+    assert_eq!(rows, pattern.in_rows(transpose), "sparse product: input has {rows} rows for a pattern of {}", pattern.in_rows(transpose));
+    [rows, cols]
+}
+
+fn flex_spmm(x: FlexTensor, w: Option<FlexTensor>, pattern: &Pattern, transpose: bool) -> FlexTensor {
+    let [_, cols] = check_input(&x, pattern, transpose);
+    let x = contiguous(&x);
+    let w = w.map(|w| contiguous(&w));
+    let rows = pattern.out_rows(transpose);
+    fn run<T: Real>(x: &FlexTensor, w: Option<&FlexTensor>, pattern: &Pattern, transpose: bool, cols: usize) -> Vec<T> {
+        let xs = x.as_slice::<T>().expect("contiguous");
+        let weights = match w {
+            Some(w) => {
+                let [e, h] = dims2(w);
+                assert_eq!(e, pattern.len(), "one weight row per edge");
+                assert!(h > 0 && cols % h == 0, "{cols} columns do not split into {h} heads");
+                let w = w.as_slice::<T>().expect("weights in the input's dtype");
+                if h == 1 { Weights::Column(w) } else { Weights::Heads(w, h) }
+            }
+            None => Weights::Ones,
+        };
+        spmm_kernel(xs, cols, weights, pattern, transpose)
+    }
+    match x.dtype() {
+        DType::F32 => from_vec(run::<f32>(&x, w.as_ref(), pattern, transpose, cols), rows, cols),
+        DType::F64 => from_vec(run::<f64>(&x, w.as_ref(), pattern, transpose, cols), rows, cols),
+        other => panic!("sparse products run in f32 or f64, not {other:?}"),
+    }
+}
+
+impl GraphOps for Flex {
+    fn edge_softmax(a_src: FlexTensor, a_dst: FlexTensor, pattern: SharedPattern, negative_slope: f64) -> FlexTensor {
+        let heads = check_scores(&a_src, &a_dst, &pattern);
+        let (a_src, a_dst) = (contiguous(&a_src), contiguous(&a_dst));
+        let e = pattern.len();
+        match a_src.dtype() {
+            DType::F32 => from_vec(
+                edge_softmax_kernel::<f32>(
+                    a_src.as_slice().unwrap(),
+                    a_dst.as_slice().unwrap(),
+                    heads,
+                    &pattern,
+                    negative_slope as f32,
+                ),
+                e,
+                heads,
+            ),
+            DType::F64 => from_vec(
+                edge_softmax_kernel::<f64>(a_src.as_slice().unwrap(), a_dst.as_slice().unwrap(), heads, &pattern, negative_slope),
+                e,
+                heads,
+            ),
+            other => panic!("sparse products run in f32 or f64, not {other:?}"),
+        }
+    }
+
+    fn edge_softmax_grad(
+        a_src: FlexTensor,
+        a_dst: FlexTensor,
+        alpha: FlexTensor,
+        grad: FlexTensor,
+        pattern: SharedPattern,
+        negative_slope: f64,
+    ) -> FlexTensor {
+        let heads = check_scores(&a_src, &a_dst, &pattern);
+        let (a, b) = (contiguous(&alpha), contiguous(&grad));
+        let (a_src, a_dst) = (contiguous(&a_src), contiguous(&a_dst));
+        assert_eq!((dims2(&a), dims2(&b)), ([pattern.len(), heads], [pattern.len(), heads]), "edge softmax gradient shapes");
+        let e = pattern.len();
+        macro_rules! run {
+            ($t:ty) => {
+                from_vec(
+                    edge_softmax_grad_kernel::<$t>(
+                        a_src.as_slice().unwrap(),
+                        a_dst.as_slice().unwrap(),
+                        a.as_slice().unwrap(),
+                        b.as_slice().unwrap(),
+                        heads,
+                        &pattern,
+                        negative_slope as $t,
+                    ),
+                    e,
+                    heads,
+                )
+            };
+        }
+        match a_src.dtype() {
+            DType::F32 => run!(f32),
+            DType::F64 => run!(f64),
+            other => panic!("sparse products run in f32 or f64, not {other:?}"),
+        }
+    }
+
+    fn spmm(x: FlexTensor, pattern: SharedPattern, transpose: bool) -> FlexTensor {
+        flex_spmm(x, None, &pattern, transpose)
+    }
+
+    fn spmm_weighted(x: FlexTensor, w: FlexTensor, pattern: SharedPattern, transpose: bool) -> FlexTensor {
+        flex_spmm(x, Some(w), &pattern, transpose)
+    }
+
+    fn sddmm(a: FlexTensor, b: FlexTensor, pattern: SharedPattern, transpose: bool, heads: usize) -> FlexTensor {
+        let [ra, cols] = dims2(&a);
+        let [rb, cb] = dims2(&b);
+        assert_eq!((ra, rb, cb), (pattern.out_rows(transpose), pattern.in_rows(transpose), cols), "sddmm shapes");
+        assert!(heads > 0 && cols % heads == 0, "{cols} columns do not split into {heads} heads");
+        let (a, b) = (contiguous(&a), contiguous(&b));
+        let e = pattern.len();
+        match a.dtype() {
+            DType::F32 => from_vec(
+                sddmm_kernel::<f32>(a.as_slice().unwrap(), b.as_slice().unwrap(), cols, heads, &pattern, transpose),
+                e,
+                heads,
+            ),
+            DType::F64 => from_vec(
+                sddmm_kernel::<f64>(a.as_slice().unwrap(), b.as_slice().unwrap(), cols, heads, &pattern, transpose),
+                e,
+                heads,
+            ),
+            other => panic!("sparse products run in f32 or f64, not {other:?}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Backward passes
+
+impl<B: Backend + GraphOps, C: CheckpointStrategy> GraphOps for Autodiff<B, C> {
+    fn spmm(x: FloatTensor<Self>, pattern: SharedPattern, transpose: bool) -> FloatTensor<Self> {
+        /// d out / d x is the product over the transposed pattern.
+        #[derive(Debug)]
+        struct Spmm;
+
+        impl<B: Backend + GraphOps> Backward<B, 1> for Spmm {
+            type State = (SharedPattern, bool);
+
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let (pattern, transpose) = ops.state;
+                unary::<B, _>(ops.parents, ops.node, grads, |grad| B::spmm(grad, pattern, !transpose));
+            }
+        }
+
+        let (x, node) = x.into_parts();
+        match Spmm.prepare::<C>([node]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish((pattern.clone(), transpose), B::spmm(x, pattern, transpose)),
+            OpsKind::UnTracked(prep) => prep.finish(B::spmm(x, pattern, transpose)),
+        }
+    }
+
+    fn spmm_weighted(
+        x: FloatTensor<Self>,
+        w: FloatTensor<Self>,
+        pattern: SharedPattern,
+        transpose: bool,
+    ) -> FloatTensor<Self> {
+        /// d/dx: the weighted product over the transposed pattern; d/dw: `sddmm` of the
+        /// output gradient with x.
+        #[derive(Debug)]
+        struct SpmmWeighted;
+
+        impl<B: Backend + GraphOps> Backward<B, 2> for SpmmWeighted {
+            /// (x if w needs a gradient, w if x needs one, pattern, transpose, heads)
+            type State = (Option<NodeId>, Option<NodeId>, SharedPattern, bool, usize);
+
+            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let (x_id, w_id, pattern, transpose, heads) = ops.state;
+                let x: Option<FloatTensor<B>> = x_id.map(|id| checkpointer.retrieve_node_output(id));
+                let w: Option<FloatTensor<B>> = w_id.map(|id| checkpointer.retrieve_node_output(id));
+                let grad = grads.consume::<B>(&ops.node);
+                let [x_node, w_node] = ops.parents;
+                if let Some(node) = w_node {
+                    let x = x.expect("x kept for the weights' gradient");
+                    grads.register::<B>(node.id, B::sddmm(grad.clone(), x, pattern.clone(), transpose, heads));
+                }
+                if let Some(node) = x_node {
+                    let w = w.expect("w kept for the input's gradient");
+                    grads.register::<B>(node.id, B::spmm_weighted(grad, w, pattern, !transpose));
+                }
+            }
+        }
+
+        let heads = w.primitive().shape()[1];
+        let x_tracked = x.is_tracked();
+        let w_tracked = w.is_tracked();
+        match SpmmWeighted.prepare::<C>([x.node(), w.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let x_state = w_tracked.then(|| prep.checkpoint(&x));
+                let w_state = x_tracked.then(|| prep.checkpoint(&w));
+                let out = B::spmm_weighted(x.into_primitive(), w.into_primitive(), pattern.clone(), transpose);
+                prep.finish((x_state, w_state, pattern, transpose, heads), out)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::spmm_weighted(x.into_primitive(), w.into_primitive(), pattern, transpose))
+            }
+        }
+    }
+
+    fn sddmm(
+        a: FloatTensor<Self>,
+        b: FloatTensor<Self>,
+        pattern: SharedPattern,
+        transpose: bool,
+        heads: usize,
+    ) -> FloatTensor<Self> {
+        /// out[e] = ⟨a[t_e], b[s_e]⟩ per head: d/da[t] = Σ_{e into t} g_e·b[s_e] (a weighted
+        /// product), d/db[s] = Σ_{e from s} g_e·a[t_e] (the same, transposed).
+        #[derive(Debug)]
+        struct Sddmm;
+
+        impl<B: Backend + GraphOps> Backward<B, 2> for Sddmm {
+            /// (b if a needs a gradient, a if b needs one, pattern, transpose)
+            type State = (Option<NodeId>, Option<NodeId>, SharedPattern, bool);
+
+            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let (b_id, a_id, pattern, transpose) = ops.state;
+                let b: Option<FloatTensor<B>> = b_id.map(|id| checkpointer.retrieve_node_output(id));
+                let a: Option<FloatTensor<B>> = a_id.map(|id| checkpointer.retrieve_node_output(id));
+                let grad = grads.consume::<B>(&ops.node);
+                let [a_node, b_node] = ops.parents;
+                if let Some(node) = a_node {
+                    let b = b.expect("b kept for a's gradient");
+                    grads.register::<B>(node.id, B::spmm_weighted(b, grad.clone(), pattern.clone(), transpose));
+                }
+                if let Some(node) = b_node {
+                    let a = a.expect("a kept for b's gradient");
+                    grads.register::<B>(node.id, B::spmm_weighted(a, grad, pattern, !transpose));
+                }
+            }
+        }
+
+        let a_tracked = a.is_tracked();
+        let b_tracked = b.is_tracked();
+        match Sddmm.prepare::<C>([a.node(), b.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let b_state = a_tracked.then(|| prep.checkpoint(&b));
+                let a_state = b_tracked.then(|| prep.checkpoint(&a));
+                let out = B::sddmm(a.into_primitive(), b.into_primitive(), pattern.clone(), transpose, heads);
+                prep.finish((b_state, a_state, pattern, transpose), out)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::sddmm(a.into_primitive(), b.into_primitive(), pattern, transpose, heads))
+            }
+        }
+    }
+
+    fn edge_softmax(
+        a_src: FloatTensor<Self>,
+        a_dst: FloatTensor<Self>,
+        pattern: SharedPattern,
+        negative_slope: f64,
+    ) -> FloatTensor<Self> {
+        /// Through the softmax and the LeakyReLU to the pre-activation gradient per edge,
+        /// then summed per source (d/da_src) and per target (d/da_dst).
+        #[derive(Debug)]
+        struct EdgeSoftmax;
+
+        impl<B: Backend + GraphOps> Backward<B, 2> for EdgeSoftmax {
+            /// (a_src, a_dst, α, pattern, slope)
+            type State = (NodeId, NodeId, FloatTensor<B>, SharedPattern, f64);
+
+            fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, checkpointer: &mut Checkpointer) {
+                let (src_id, dst_id, alpha, pattern, slope) = ops.state;
+                let a_src: FloatTensor<B> = checkpointer.retrieve_node_output(src_id);
+                let a_dst: FloatTensor<B> = checkpointer.retrieve_node_output(dst_id);
+                let grad = grads.consume::<B>(&ops.node);
+                let shape = a_src.shape();
+                let (device, dtype) = (a_src.device(), a_src.dtype().into());
+                let pre = B::edge_softmax_grad(a_src, a_dst, alpha, grad, pattern.clone(), slope);
+                let ones = B::float_ones(shape, &device, dtype);
+                let [src_node, dst_node] = ops.parents;
+                if let Some(node) = dst_node {
+                    grads.register::<B>(node.id, B::spmm_weighted(ones.clone(), pre.clone(), pattern.clone(), false));
+                }
+                if let Some(node) = src_node {
+                    grads.register::<B>(node.id, B::spmm_weighted(ones, pre, pattern, true));
+                }
+            }
+        }
+
+        match EdgeSoftmax.prepare::<C>([a_src.node(), a_dst.node()]).compute_bound().stateful() {
+            OpsKind::Tracked(mut prep) => {
+                let src_state = prep.checkpoint(&a_src);
+                let dst_state = prep.checkpoint(&a_dst);
+                let alpha = B::edge_softmax(a_src.into_primitive(), a_dst.into_primitive(), pattern.clone(), negative_slope);
+                prep.finish((src_state, dst_state, alpha.clone(), pattern, negative_slope), alpha)
+            }
+            OpsKind::UnTracked(prep) => {
+                prep.finish(B::edge_softmax(a_src.into_primitive(), a_dst.into_primitive(), pattern, negative_slope))
+            }
+        }
+    }
+
+    fn edge_softmax_grad(
+        a_src: FloatTensor<Self>,
+        a_dst: FloatTensor<Self>,
+        alpha: FloatTensor<Self>,
+        grad: FloatTensor<Self>,
+        pattern: SharedPattern,
+        negative_slope: f64,
+    ) -> FloatTensor<Self> {
+        // Only the backward pass above calls it, on the inner backend's tensors; a second
+        // derivative of GAT's attention has no user.
+        let _ = (a_src, a_dst, alpha, grad, pattern, negative_slope);
+        panic!("edge_softmax_grad is not differentiable: it is called only inside backward passes")
+    }
+}
