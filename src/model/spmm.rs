@@ -278,6 +278,9 @@ fn spmm_kernel<T: Real>(
 /// Columns accumulated in registers per pass over a row's edges.
 const BLOCK: usize = 16;
 
+/// From this many columns, rows are summed edge by edge over their whole width.
+const WIDE: usize = 128;
+
 struct SpmmJob<'a, T> {
     x: &'a [T],
     cols: usize,
@@ -312,7 +315,7 @@ impl<T: Real> SpmmJob<'_, T> {
         // Heads narrower than a block share it: 8-column heads (PyG's GAT default 8 × 8)
         // two to a block, each half scaled by its own weight; other narrow widths lane by
         // lane.
-        if heads > 1 && head_cols == 8 && self.cols % BLOCK == 0 {
+        if heads > 1 && head_cols == 8 && self.cols.is_multiple_of(BLOCK) {
             for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
                 let edges = self.groups.of(first + i);
                 for c in (0..self.cols).step_by(BLOCK) {
@@ -321,7 +324,33 @@ impl<T: Real> SpmmJob<'_, T> {
             }
             return;
         }
-        let segments = if head_cols % BLOCK == 0 { heads } else { 1 };
+        // Wide rows without per-head weights: edge by edge over the whole row, the output
+        // row staying in L1, so that each source row streams in whole (the hardware
+        // prefetcher follows it) rather than block by block.
+        if heads == 1 && self.cols >= WIDE {
+            for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
+                for &e in self.groups.of(first + i) {
+                    let e = e as usize;
+                    let at = self.read[e] as usize * self.cols;
+                    let xs = &self.x[at..at + self.cols];
+                    match self.weights {
+                        Weights::Column(w) => {
+                            let w = w[e];
+                            for (a, &v) in acc.iter_mut().zip(xs) {
+                                *a += w * v;
+                            }
+                        }
+                        _ => {
+                            for (a, &v) in acc.iter_mut().zip(xs) {
+                                *a += v;
+                            }
+                        }
+                    }
+                }
+            }
+            return;
+        }
+        let segments = if head_cols.is_multiple_of(BLOCK) { heads } else { 1 };
         let seg_cols = self.cols / segments;
         for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
             let edges = self.groups.of(first + i);
@@ -370,42 +399,52 @@ impl<T: Real> SpmmJob<'_, T> {
     #[inline(always)]
     fn block<const N: usize>(&self, out: &mut [T], edges: &[u32], c: usize, head_cols: usize) {
         let mut acc = [T::default(); N];
-        let head = |j: usize| (c + j) / head_cols;
-        let (first_head, last_head) = (head(0), head(N - 1));
-        let mut lane_head = [0usize; N];
-        for (j, h) in lane_head.iter_mut().enumerate() {
-            *h = head(j);
+        if edges.is_empty() {
+            out.copy_from_slice(&acc);
+            return;
         }
-        for &e in edges {
-            let e = e as usize;
+        let x_at = |e: usize| -> &[T; N] {
             let at = self.read[e] as usize * self.cols + c;
-            let xs: &[T; N] = self.x[at..at + N].try_into().expect("N columns");
-            match self.weights {
-                Weights::Ones => {
+            self.x[at..at + N].try_into().expect("N columns")
+        };
+        match self.weights {
+            Weights::Ones => {
+                for &e in edges {
+                    let xs = x_at(e as usize);
                     for j in 0..N {
                         acc[j] += xs[j];
                     }
                 }
-                Weights::Column(w) => {
-                    let w = w[e];
+            }
+            Weights::Column(w) => {
+                for &e in edges {
+                    let e = e as usize;
+                    let (w, xs) = (w[e], x_at(e));
                     for j in 0..N {
                         acc[j] += w * xs[j];
                     }
                 }
-                Weights::Heads(w, h) if first_head == last_head => {
-                    let w = w[e * h + first_head];
+            }
+            Weights::Heads(w, h) if c / head_cols == (c + N - 1) / head_cols => {
+                let k = c / head_cols;
+                for &e in edges {
+                    let e = e as usize;
+                    let (w, xs) = (w[e * h + k], x_at(e));
                     for j in 0..N {
                         acc[j] += w * xs[j];
                     }
                 }
-                Weights::Heads(w, h) => {
-                    let row = &w[e * h..(e + 1) * h];
-                    let mut lane = [T::default(); N];
+            }
+            Weights::Heads(w, h) => {
+                let mut lane_head = [0usize; N];
+                for (j, head) in lane_head.iter_mut().enumerate() {
+                    *head = (c + j) / head_cols;
+                }
+                for &e in edges {
+                    let e = e as usize;
+                    let (row, xs) = (&w[e * h..(e + 1) * h], x_at(e));
                     for j in 0..N {
-                        lane[j] = row[lane_head[j]];
-                    }
-                    for j in 0..N {
-                        acc[j] += lane[j] * xs[j];
+                        acc[j] += row[lane_head[j]] * xs[j];
                     }
                 }
             }
@@ -601,7 +640,7 @@ fn flex_spmm(x: FlexTensor, w: Option<FlexTensor>, pattern: &Pattern, transpose:
             Some(w) => {
                 let [e, h] = dims2(w);
                 assert_eq!(e, pattern.len(), "one weight row per edge");
-                assert!(h > 0 && cols % h == 0, "{cols} columns do not split into {h} heads");
+                assert!(h > 0 && cols.is_multiple_of(h), "{cols} columns do not split into {h} heads");
                 let w = w.as_slice::<T>().expect("weights in the input's dtype");
                 if h == 1 { Weights::Column(w) } else { Weights::Heads(w, h) }
             }
@@ -691,7 +730,7 @@ impl GraphOps for Flex {
         let [ra, cols] = dims2(&a);
         let [rb, cb] = dims2(&b);
         assert_eq!((ra, rb, cb), (pattern.out_rows(transpose), pattern.in_rows(transpose), cols), "sddmm shapes");
-        assert!(heads > 0 && cols % heads == 0, "{cols} columns do not split into {heads} heads");
+        assert!(heads > 0 && cols.is_multiple_of(heads), "{cols} columns do not split into {heads} heads");
         let (a, b) = (contiguous(&a), contiguous(&b));
         let e = pattern.len();
         match a.dtype() {
