@@ -67,7 +67,8 @@ impl Strategy {
 pub struct Edges {
     /// `None` when there are no edges: Burn is never asked for zero-length index tensors.
     index: Option<(Tensor<1, Int>, Tensor<1, Int>)>,
-    pattern: SharedPattern,
+    /// The host pattern of the fused kernels, built only where they run (burn-flex).
+    pattern: Option<SharedPattern>,
     len: usize,
     num_targets: usize,
     strategy: Strategy,
@@ -77,17 +78,27 @@ impl Edges {
     /// Edges `src[i] → dst[i]`, every `src < num_sources` and every `dst < num_targets`.
     /// The strategy follows the device ([`Strategy::for_device`]).
     pub fn new(src: &[u32], dst: &[u32], num_sources: usize, num_targets: usize, options: &TensorCreationOptions) -> Edges {
-        let pattern = Arc::new(Pattern::new(src, dst, num_sources, num_targets));
+        let strategy = Strategy::for_device(&options.device);
+        let pattern = (strategy == Strategy::Fused).then(|| Arc::new(Pattern::new(src, dst, num_sources, num_targets)));
         let len = src.len();
         let index = (len > 0).then(|| (index_tensor(src, options), index_tensor(dst, options)));
-        Edges { index, pattern, len, num_targets, strategy: Strategy::for_device(&options.device) }
+        Edges { index, pattern, len, num_targets, strategy }
     }
 
     /// The same edges moved by the given ops (results are equal up to float rounding).
-    /// [`Fused`](Strategy::Fused) runs on burn-flex devices only.
+    /// Panics when asked for [`Fused`](Strategy::Fused) on a device other than burn-flex.
     pub fn with_strategy(mut self, strategy: Strategy) -> Edges {
+        assert!(
+            strategy != Strategy::Fused || self.pattern.is_some(),
+            "the fused kernels run on burn-flex devices only"
+        );
         self.strategy = strategy;
         self
+    }
+
+    /// The host pattern when the fused kernels carry this edge set.
+    fn fused(&self) -> Option<&SharedPattern> {
+        if self.strategy == Strategy::Fused { self.pattern.as_ref() } else { None }
     }
 
     pub fn strategy(&self) -> Strategy {
@@ -171,8 +182,8 @@ impl Edges {
     /// denominator ≥ 1. The fused kernel computes the same per target in edge order, and
     /// its backward pass goes through softmax and LeakyReLU in one step per target.
     pub fn edge_softmax(&self, a_src: Tensor<2>, a_dst: Tensor<2>, negative_slope: f64) -> Tensor<2> {
-        if self.strategy == Strategy::Fused {
-            return spmm::edge_softmax(a_src, a_dst, &self.pattern, negative_slope);
+        if let Some(pattern) = self.fused() {
+            return spmm::edge_softmax(a_src, a_dst, pattern, negative_slope);
         }
         let logits = leaky_relu(self.gather_src(a_src) + self.gather_dst(a_dst), negative_slope);
         let shift = self.gather_dst(self.scatter_max(logits.clone()));
@@ -190,10 +201,10 @@ impl Edges {
         if self.is_empty() {
             return Tensor::zeros([self.num_targets, f], like(&x));
         }
-        if self.strategy == Strategy::Fused {
+        if let Some(pattern) = self.fused() {
             return match weights {
-                Some(w) => spmm::spmm_weighted(x, w.clone(), &self.pattern, false),
-                None => spmm::spmm(x, &self.pattern, false),
+                Some(w) => spmm::spmm_weighted(x, w.clone(), pattern, false),
+                None => spmm::spmm(x, pattern, false),
             };
         }
         let messages = self.gather_src(x);

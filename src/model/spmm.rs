@@ -171,11 +171,6 @@ pub fn spmm(x: Tensor<2>, pattern: &SharedPattern, transpose: bool) -> Tensor<2>
     Tensor::from_dispatch(Dispatch::spmm(x.into_dispatch(), pattern.clone(), transpose))
 }
 
-/// [`GraphOps::sddmm`] on dispatch tensors.
-pub fn sddmm(a: Tensor<2>, b: Tensor<2>, pattern: &SharedPattern, transpose: bool, heads: usize) -> Tensor<2> {
-    Tensor::from_dispatch(Dispatch::sddmm(a.into_dispatch(), b.into_dispatch(), pattern.clone(), transpose, heads))
-}
-
 /// [`GraphOps::edge_softmax`] on dispatch tensors.
 pub fn edge_softmax(a_src: Tensor<2>, a_dst: Tensor<2>, pattern: &SharedPattern, negative_slope: f64) -> Tensor<2> {
     Tensor::from_dispatch(Dispatch::edge_softmax(
@@ -202,19 +197,33 @@ trait Real:
     + Default
     + std::ops::AddAssign
     + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
     + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + PartialOrd
     + burn::tensor::Element
     + bytemuck::Pod
 {
+    const NEG_INFINITY: Self;
     fn dot(a: &[Self], b: &[Self]) -> Self;
+    fn exp(self) -> Self;
+    fn from_f64(x: f64) -> Self;
 }
 
 macro_rules! real {
     ($t:ty) => {
         impl Real for $t {
+            const NEG_INFINITY: $t = <$t>::NEG_INFINITY;
             #[inline]
             fn dot(a: &[$t], b: &[$t]) -> $t {
                 a.iter().zip(b).fold(0.0, |s, (&p, &q)| s + p * q)
+            }
+            #[inline]
+            fn exp(self) -> $t {
+                <$t>::exp(self)
+            }
+            fn from_f64(x: f64) -> $t {
+                x as $t
             }
         }
     };
@@ -312,18 +321,6 @@ impl<T: Real> SpmmJob<'_, T> {
     fn rows_portable(&self, out: &mut [T], first: usize) {
         let heads = self.weights.heads();
         let head_cols = self.cols / heads;
-        // Heads narrower than a block share it: 8-column heads (PyG's GAT default 8 × 8)
-        // two to a block, each half scaled by its own weight; other narrow widths lane by
-        // lane.
-        if heads > 1 && head_cols == 8 && self.cols.is_multiple_of(BLOCK) {
-            for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
-                let edges = self.groups.of(first + i);
-                for c in (0..self.cols).step_by(BLOCK) {
-                    self.block_of_heads::<BLOCK, 8>(&mut acc[c..c + BLOCK], edges, c);
-                }
-            }
-            return;
-        }
         // Wide rows without per-head weights: edge by edge over the whole row, the output
         // row staying in L1, so that each source row streams in whole (the hardware
         // prefetcher follows it) rather than block by block.
@@ -340,7 +337,7 @@ impl<T: Real> SpmmJob<'_, T> {
                                 *a += w * v;
                             }
                         }
-                        _ => {
+                        Weights::Ones | Weights::Heads(..) => {
                             for (a, &v) in acc.iter_mut().zip(xs) {
                                 *a += v;
                             }
@@ -371,27 +368,6 @@ impl<T: Real> SpmmJob<'_, T> {
                 }
             }
         }
-    }
-
-    /// [`block`](Self::block) for per-head weights where `N` columns starting at `c` (a
-    /// multiple of `HC`) span `N / HC` whole heads of `HC` columns.
-    #[inline(always)]
-    fn block_of_heads<const N: usize, const HC: usize>(&self, out: &mut [T], edges: &[u32], c: usize) {
-        let Weights::Heads(w, h) = self.weights else { unreachable!("per-head weights") };
-        let first_head = c / HC;
-        let mut acc = [T::default(); N];
-        for &e in edges {
-            let e = e as usize;
-            let at = self.read[e] as usize * self.cols + c;
-            let xs: &[T; N] = self.x[at..at + N].try_into().expect("N columns");
-            let ws = &w[e * h + first_head..e * h + first_head + N / HC];
-            for (q, &wq) in ws.iter().enumerate() {
-                for j in 0..HC {
-                    acc[q * HC + j] += wq * xs[q * HC + j];
-                }
-            }
-        }
-        out.copy_from_slice(&acc);
     }
 
     /// Columns `c..c + N` of one output row, summed over its edges in edge order, in
@@ -500,47 +476,27 @@ fn sddmm_kernel<T: Real>(a: &[T], b: &[T], cols: usize, heads: usize, pattern: &
     out
 }
 
-/// Per target, in edge order: logits, their maximum, exponentials, their sum, α.
-fn edge_softmax_kernel<T: Real + num_float::Float>(a_src: &[T], a_dst: &[T], heads: usize, pattern: &Pattern, slope: T) -> Vec<T> {
-    let mut out = vec![T::default(); pattern.len() * heads];
-    let leaky = |x: T| if x > T::default() { x } else { slope * x };
-    // Rows of `out` belong to edges, grouped by target but not necessarily contiguous per
-    // target: compute per target into a scratch buffer, then scatter (each edge's row is
-    // written by exactly one target).
-    let per_target = |t: usize, scratch: &mut Vec<T>| {
-        let edges = pattern.by_dst.of(t);
-        scratch.clear();
-        scratch.resize(edges.len() * heads, T::default());
-        for k in 0..heads {
-            let mut max = T::neg_infinity();
-            for (i, &e) in edges.iter().enumerate() {
-                let s = pattern.src[e as usize] as usize;
-                let l = leaky(a_src[s * heads + k] + a_dst[t * heads + k]);
-                scratch[i * heads + k] = l;
-                if l > max {
-                    max = l;
-                }
-            }
-            let mut sum = T::default();
-            for i in 0..edges.len() {
-                let p = (scratch[i * heads + k] - max).exp();
-                scratch[i * heads + k] = p;
-                sum += p;
-            }
-            for i in 0..edges.len() {
-                scratch[i * heads + k] = scratch[i * heads + k] / sum;
-            }
-        }
-    };
+/// `[E, H]` values computed target by target: `row(t, edges into t, out)` fills one
+/// `H`-wide row per edge of `t`, in the order of `edges`. Targets run in parallel; each
+/// edge's row is written by exactly one target (edges into a target need not be
+/// contiguous, e.g. GAT's self loops come last).
+fn per_target<T: Real>(
+    pattern: &Pattern,
+    heads: usize,
+    row: impl Fn(usize, &[u32], &mut [T]) + Sync,
+) -> Vec<T> {
     let targets = pattern.targets;
     let rows: Vec<Vec<T>> = (0..targets)
         .into_par_iter()
         .with_min_len(rows_per_task(targets, pattern.len() * heads * 8))
-        .map_init(Vec::new, |scratch, t| {
-            per_target(t, scratch);
-            scratch.clone()
+        .map(|t| {
+            let edges = pattern.by_dst.of(t);
+            let mut out = vec![T::default(); edges.len() * heads];
+            row(t, edges, &mut out);
+            out
         })
         .collect();
+    let mut out = vec![T::default(); pattern.len() * heads];
     for (t, row) in rows.iter().enumerate() {
         for (i, &e) in pattern.by_dst.of(t).iter().enumerate() {
             out[e as usize * heads..(e as usize + 1) * heads].copy_from_slice(&row[i * heads..(i + 1) * heads]);
@@ -549,7 +505,34 @@ fn edge_softmax_kernel<T: Real + num_float::Float>(a_src: &[T], a_dst: &[T], hea
     out
 }
 
-fn edge_softmax_grad_kernel<T: Real + num_float::Float>(
+/// Per target, in edge order: logits, their maximum, exponentials, their sum, α.
+fn edge_softmax_kernel<T: Real>(a_src: &[T], a_dst: &[T], heads: usize, pattern: &Pattern, slope: T) -> Vec<T> {
+    let leaky = |x: T| if x > T::default() { x } else { slope * x };
+    per_target(pattern, heads, |t, edges, row| {
+        for k in 0..heads {
+            let mut max = T::NEG_INFINITY;
+            for (i, &e) in edges.iter().enumerate() {
+                let s = pattern.src[e as usize] as usize;
+                let l = leaky(a_src[s * heads + k] + a_dst[t * heads + k]);
+                row[i * heads + k] = l;
+                if l > max {
+                    max = l;
+                }
+            }
+            let mut sum = T::default();
+            for i in 0..edges.len() {
+                let p = (row[i * heads + k] - max).exp();
+                row[i * heads + k] = p;
+                sum += p;
+            }
+            for i in 0..edges.len() {
+                row[i * heads + k] = row[i * heads + k] / sum;
+            }
+        }
+    })
+}
+
+fn edge_softmax_grad_kernel<T: Real>(
     a_src: &[T],
     a_dst: &[T],
     alpha: &[T],
@@ -558,61 +541,22 @@ fn edge_softmax_grad_kernel<T: Real + num_float::Float>(
     pattern: &Pattern,
     slope: T,
 ) -> Vec<T> {
-    let targets = pattern.targets;
-    let rows: Vec<Vec<T>> = (0..targets)
-        .into_par_iter()
-        .with_min_len(rows_per_task(targets, pattern.len() * heads * 4))
-        .map(|t| {
-            let edges = pattern.by_dst.of(t);
-            let mut row = vec![T::default(); edges.len() * heads];
-            for k in 0..heads {
-                let mut dot = T::default();
-                for &e in edges {
-                    let j = e as usize * heads + k;
-                    dot += alpha[j] * grad[j];
-                }
-                for (i, &e) in edges.iter().enumerate() {
-                    let j = e as usize * heads + k;
-                    let g = alpha[j] * (grad[j] - dot);
-                    let s = pattern.src[e as usize] as usize;
-                    let pre = a_src[s * heads + k] + a_dst[t * heads + k];
-                    row[i * heads + k] = if pre > T::default() { g } else { slope * g };
-                }
+    per_target(pattern, heads, |t, edges, row| {
+        for k in 0..heads {
+            let mut dot = T::default();
+            for &e in edges {
+                let j = e as usize * heads + k;
+                dot += alpha[j] * grad[j];
             }
-            row
-        })
-        .collect();
-    let mut out = vec![T::default(); pattern.len() * heads];
-    for (t, row) in rows.iter().enumerate() {
-        for (i, &e) in pattern.by_dst.of(t).iter().enumerate() {
-            out[e as usize * heads..(e as usize + 1) * heads].copy_from_slice(&row[i * heads..(i + 1) * heads]);
+            for (i, &e) in edges.iter().enumerate() {
+                let j = e as usize * heads + k;
+                let g = alpha[j] * (grad[j] - dot);
+                let s = pattern.src[e as usize] as usize;
+                let pre = a_src[s * heads + k] + a_dst[t * heads + k];
+                row[i * heads + k] = if pre > T::default() { g } else { slope * g };
+            }
         }
-    }
-    out
-}
-
-/// Float operations the softmax kernels need beyond [`Real`].
-mod num_float {
-    pub trait Float: Copy + PartialOrd + std::ops::Sub<Output = Self> + std::ops::Div<Output = Self> {
-        fn exp(self) -> Self;
-        fn neg_infinity() -> Self;
-    }
-    impl Float for f32 {
-        fn exp(self) -> f32 {
-            f32::exp(self)
-        }
-        fn neg_infinity() -> f32 {
-            f32::NEG_INFINITY
-        }
-    }
-    impl Float for f64 {
-        fn exp(self) -> f64 {
-            f64::exp(self)
-        }
-        fn neg_infinity() -> f64 {
-            f64::NEG_INFINITY
-        }
-    }
+    })
 }
 
 /// `[N, H]` node scores of a pattern's source and target sets.
@@ -629,56 +573,56 @@ fn check_input(x: &FlexTensor, pattern: &Pattern, transpose: bool) -> [usize; 2]
     [rows, cols]
 }
 
+/// Evaluates `$body` with the type `$t` standing for the float type of `$dtype`.
+macro_rules! with_real {
+    ($dtype:expr, $t:ident => $body:expr) => {
+        match $dtype {
+            DType::F32 => {
+                type $t = f32;
+                $body
+            }
+            DType::F64 => {
+                type $t = f64;
+                $body
+            }
+            other => panic!("sparse products run in f32 or f64, not {other:?}"),
+        }
+    };
+}
+
+/// The elements of a contiguous tensor (see [`contiguous`]) of float type `T`.
+fn slice<T: Real>(x: &FlexTensor) -> &[T] {
+    x.as_slice::<T>().expect("a contiguous tensor of the kernel's float type")
+}
+
 fn flex_spmm(x: FlexTensor, w: Option<FlexTensor>, pattern: &Pattern, transpose: bool) -> FlexTensor {
     let [_, cols] = check_input(&x, pattern, transpose);
     let x = contiguous(&x);
     let w = w.map(|w| contiguous(&w));
+    if let Some(w) = &w {
+        let [e, h] = dims2(w);
+        assert_eq!(e, pattern.len(), "one weight row per edge");
+        assert!(h > 0 && cols.is_multiple_of(h), "{cols} columns do not split into {h} heads");
+    }
     let rows = pattern.out_rows(transpose);
-    fn run<T: Real>(x: &FlexTensor, w: Option<&FlexTensor>, pattern: &Pattern, transpose: bool, cols: usize) -> Vec<T> {
-        let xs = x.as_slice::<T>().expect("contiguous");
-        let weights = match w {
-            Some(w) => {
-                let [e, h] = dims2(w);
-                assert_eq!(e, pattern.len(), "one weight row per edge");
-                assert!(h > 0 && cols.is_multiple_of(h), "{cols} columns do not split into {h} heads");
-                let w = w.as_slice::<T>().expect("weights in the input's dtype");
-                if h == 1 { Weights::Column(w) } else { Weights::Heads(w, h) }
-            }
+    with_real!(x.dtype(), T => {
+        let weights = match &w {
+            Some(w) if w.shape()[1] == 1 => Weights::Column(slice::<T>(w)),
+            Some(w) => Weights::Heads(slice::<T>(w), w.shape()[1]),
             None => Weights::Ones,
         };
-        spmm_kernel(xs, cols, weights, pattern, transpose)
-    }
-    match x.dtype() {
-        DType::F32 => from_vec(run::<f32>(&x, w.as_ref(), pattern, transpose, cols), rows, cols),
-        DType::F64 => from_vec(run::<f64>(&x, w.as_ref(), pattern, transpose, cols), rows, cols),
-        other => panic!("sparse products run in f32 or f64, not {other:?}"),
-    }
+        from_vec(spmm_kernel(slice::<T>(&x), cols, weights, pattern, transpose), rows, cols)
+    })
 }
 
 impl GraphOps for Flex {
     fn edge_softmax(a_src: FlexTensor, a_dst: FlexTensor, pattern: SharedPattern, negative_slope: f64) -> FlexTensor {
         let heads = check_scores(&a_src, &a_dst, &pattern);
         let (a_src, a_dst) = (contiguous(&a_src), contiguous(&a_dst));
-        let e = pattern.len();
-        match a_src.dtype() {
-            DType::F32 => from_vec(
-                edge_softmax_kernel::<f32>(
-                    a_src.as_slice().unwrap(),
-                    a_dst.as_slice().unwrap(),
-                    heads,
-                    &pattern,
-                    negative_slope as f32,
-                ),
-                e,
-                heads,
-            ),
-            DType::F64 => from_vec(
-                edge_softmax_kernel::<f64>(a_src.as_slice().unwrap(), a_dst.as_slice().unwrap(), heads, &pattern, negative_slope),
-                e,
-                heads,
-            ),
-            other => panic!("sparse products run in f32 or f64, not {other:?}"),
-        }
+        with_real!(a_src.dtype(), T => {
+            let alpha = edge_softmax_kernel(slice::<T>(&a_src), slice(&a_dst), heads, &pattern, T::from_f64(negative_slope));
+            from_vec(alpha, pattern.len(), heads)
+        })
     }
 
     fn edge_softmax_grad(
@@ -690,32 +634,21 @@ impl GraphOps for Flex {
         negative_slope: f64,
     ) -> FlexTensor {
         let heads = check_scores(&a_src, &a_dst, &pattern);
-        let (a, b) = (contiguous(&alpha), contiguous(&grad));
+        let (alpha, grad) = (contiguous(&alpha), contiguous(&grad));
         let (a_src, a_dst) = (contiguous(&a_src), contiguous(&a_dst));
-        assert_eq!((dims2(&a), dims2(&b)), ([pattern.len(), heads], [pattern.len(), heads]), "edge softmax gradient shapes");
-        let e = pattern.len();
-        macro_rules! run {
-            ($t:ty) => {
-                from_vec(
-                    edge_softmax_grad_kernel::<$t>(
-                        a_src.as_slice().unwrap(),
-                        a_dst.as_slice().unwrap(),
-                        a.as_slice().unwrap(),
-                        b.as_slice().unwrap(),
-                        heads,
-                        &pattern,
-                        negative_slope as $t,
-                    ),
-                    e,
-                    heads,
-                )
-            };
-        }
-        match a_src.dtype() {
-            DType::F32 => run!(f32),
-            DType::F64 => run!(f64),
-            other => panic!("sparse products run in f32 or f64, not {other:?}"),
-        }
+        assert_eq!((dims2(&alpha), dims2(&grad)), ([pattern.len(), heads], [pattern.len(), heads]), "edge softmax gradient shapes");
+        with_real!(a_src.dtype(), T => {
+            let pre = edge_softmax_grad_kernel(
+                slice::<T>(&a_src),
+                slice(&a_dst),
+                slice(&alpha),
+                slice(&grad),
+                heads,
+                &pattern,
+                T::from_f64(negative_slope),
+            );
+            from_vec(pre, pattern.len(), heads)
+        })
     }
 
     fn spmm(x: FlexTensor, pattern: SharedPattern, transpose: bool) -> FlexTensor {
@@ -732,20 +665,9 @@ impl GraphOps for Flex {
         assert_eq!((ra, rb, cb), (pattern.out_rows(transpose), pattern.in_rows(transpose), cols), "sddmm shapes");
         assert!(heads > 0 && cols.is_multiple_of(heads), "{cols} columns do not split into {heads} heads");
         let (a, b) = (contiguous(&a), contiguous(&b));
-        let e = pattern.len();
-        match a.dtype() {
-            DType::F32 => from_vec(
-                sddmm_kernel::<f32>(a.as_slice().unwrap(), b.as_slice().unwrap(), cols, heads, &pattern, transpose),
-                e,
-                heads,
-            ),
-            DType::F64 => from_vec(
-                sddmm_kernel::<f64>(a.as_slice().unwrap(), b.as_slice().unwrap(), cols, heads, &pattern, transpose),
-                e,
-                heads,
-            ),
-            other => panic!("sparse products run in f32 or f64, not {other:?}"),
-        }
+        with_real!(a.dtype(), T => {
+            from_vec(sddmm_kernel(slice::<T>(&a), slice(&b), cols, heads, &pattern, transpose), pattern.len(), heads)
+        })
     }
 }
 

@@ -189,10 +189,15 @@ fn gat_matches_a_naive_reference() {
     let x = NodeInput::Dense(tensor(xv.clone(), [6, 3], &f64_cpu()));
     for strategy in [Strategy::Fused, Strategy::Rows, Strategy::Elements] {
         let g = GraphTensors::new(&graph, f64_cpu()).unwrap().with_strategy(strategy);
-        for concat in [true, false] {
-            let layer = gat(3, 2, 3, concat, 20);
-            let got = values(layer.forward(&x, &g, None));
-            assert_close(&got, &gat_reference(&layer, &graph, &xv, 3), TOL, &format!("gat concat={concat} {strategy:?}"));
+        // 3 heads × 2 and 4 heads × 8 (32 columns: the fused kernel's 16-column blocks
+        // then span two heads each).
+        for (channels, heads) in [(2, 3), (8, 4)] {
+            for concat in [true, false] {
+                let layer = gat(3, channels, heads, concat, 20);
+                let got = values(layer.forward(&x, &g, None));
+                let what = format!("gat {heads}×{channels} concat={concat} {strategy:?}");
+                assert_close(&got, &gat_reference(&layer, &graph, &xv, 3), TOL, &what);
+            }
         }
     }
 }
