@@ -51,10 +51,15 @@ pub struct Pattern {
 struct Groups {
     ptr: Vec<usize>,
     edge: Vec<u32>,
+    /// `other[k]`: the row at the other end of edge `edge[k]` (the row a product over
+    /// these groups reads), stored in group order so that kernels read it sequentially.
+    other: Vec<u32>,
+    /// Whether `edge[k] == k` for every `k` (edges already sorted by group).
+    in_order: bool,
 }
 
 impl Groups {
-    fn new(keys: &[u32], n: usize) -> Groups {
+    fn new(keys: &[u32], others: &[u32], n: usize) -> Groups {
         let mut ptr = vec![0usize; n + 1];
         for &k in keys {
             ptr[k as usize + 1] += 1;
@@ -68,11 +73,30 @@ impl Groups {
             edge[next[k as usize]] = e as u32;
             next[k as usize] += 1;
         }
-        Groups { ptr, edge }
+        let other = edge.iter().map(|&e| others[e as usize]).collect();
+        let in_order = edge.iter().enumerate().all(|(k, &e)| k == e as usize);
+        Groups { ptr, edge, other, in_order }
     }
 
     fn of(&self, row: usize) -> &[u32] {
-        &self.edge[self.ptr[row]..self.ptr[row + 1]]
+        &self.edge[self.span(row)]
+    }
+
+    /// Positions of `row`'s edges in group order.
+    fn span(&self, row: usize) -> std::ops::Range<usize> {
+        self.ptr[row]..self.ptr[row + 1]
+    }
+
+    /// Per-edge rows of `width` values (edge order) rearranged into group order.
+    fn gather<T: Copy + Default + Send + Sync>(&self, values: &[T], width: usize) -> Vec<T> {
+        let mut out = vec![T::default(); values.len()];
+        let per_task = rows_per_task(self.edge.len(), values.len());
+        out.par_chunks_mut(per_task * width).zip(self.edge.par_chunks(per_task)).for_each(|(out, edges)| {
+            for (o, &e) in out.chunks_exact_mut(width).zip(edges) {
+                o.copy_from_slice(&values[e as usize * width..(e as usize + 1) * width]);
+            }
+        });
+        out
     }
 }
 
@@ -86,8 +110,8 @@ impl Pattern {
         Pattern {
             targets,
             sources,
-            by_dst: Groups::new(dst, targets),
-            by_src: Groups::new(src, sources),
+            by_dst: Groups::new(dst, src, targets),
+            by_src: Groups::new(src, dst, sources),
             src: src.to_vec(),
             dst: dst.to_vec(),
         }
@@ -268,15 +292,34 @@ fn spmm_kernel<T: Real>(
     pattern: &Pattern,
     transpose: bool,
 ) -> Vec<T> {
-    let (groups, read, _) = pattern.view(transpose);
+    let (groups, _, _) = pattern.view(transpose);
     let rows = pattern.out_rows(transpose);
     let mut out = vec![T::default(); rows * cols];
     if cols == 0 || rows == 0 {
         return out;
     }
-    let job = SpmmJob { x, cols, weights, groups, read };
+    // The kernel walks edges in group order; weights in edge order would be one random
+    // read per edge (for a transposed product, every edge), so they are rearranged first.
+    let reordered;
+    let weights = match weights {
+        Weights::Column(w) if !groups.in_order => {
+            reordered = groups.gather(w, 1);
+            Weights::Column(&reordered)
+        }
+        Weights::Heads(w, h) if !groups.in_order => {
+            reordered = groups.gather(w, h);
+            Weights::Heads(&reordered, h)
+        }
+        weights => weights,
+    };
+    let job = SpmmJob { x, cols, weights, groups };
     let per_task = rows_per_task(rows, pattern.len() * cols);
-    if per_task >= rows {
+    if job.tiles(rows, pattern.in_rows(transpose)) {
+        // Each row is still summed whole by one task, so how rows are dealt out to
+        // threads cannot change a bit of the result.
+        let per_thread = rows.div_ceil(rayon::current_num_threads()).max(1);
+        out.par_chunks_mut(per_thread * cols).enumerate().for_each(|(block, chunk)| job.rows(chunk, block * per_thread));
+    } else if per_task >= rows {
         job.rows(&mut out, 0);
     } else {
         out.par_chunks_mut(per_task * cols).enumerate().for_each(|(block, chunk)| job.rows(chunk, block * per_task));
@@ -290,12 +333,18 @@ const BLOCK: usize = 16;
 /// From this many columns, rows are summed edge by edge over their whole width.
 const WIDE: usize = 128;
 
+/// Tiling (see `SpmmJob::tiles`): output at most this large (about half of L2), input at
+/// least this large (past L2), input read in blocks of this many bytes.
+const TILE_OUT_BYTES: usize = 384 << 10;
+const TILE_IN_BYTES: usize = 1 << 20;
+const TILE_ROWS_BYTES: usize = 96 << 10;
+
 struct SpmmJob<'a, T> {
     x: &'a [T],
     cols: usize,
+    /// Indexed by position in group order, like `groups.other`.
     weights: Weights<'a, T>,
     groups: &'a Groups,
-    read: &'a [u32],
 }
 
 impl<T: Real> SpmmJob<'_, T> {
@@ -317,32 +366,50 @@ impl<T: Real> SpmmJob<'_, T> {
         self.rows_portable(out, first)
     }
 
+    /// Whether to sum a few cache-resident output rows over an input too large for the
+    /// cache (the feature-weight gradient `Xᵀ·dY`: 500 rows from PubMed's 19 717)
+    /// source block by source block, so that each input row is read from memory once
+    /// rather than once per edge.
+    fn tiles(&self, out_rows: usize, in_rows: usize) -> bool {
+        let row_bytes = self.cols * size_of::<T>();
+        self.weights.heads() == 1
+            && self.cols >= WIDE
+            && out_rows * row_bytes <= TILE_OUT_BYTES
+            && in_rows * row_bytes >= TILE_IN_BYTES
+    }
+
     #[inline(always)]
     fn rows_portable(&self, out: &mut [T], first: usize) {
         let heads = self.weights.heads();
         let head_cols = self.cols / heads;
+        let in_rows = self.x.len() / self.cols;
+        if self.tiles(out.len() / self.cols, in_rows) {
+            // Every row's edges are still taken in group order (a row waits at its first
+            // edge past the current block), so the sums match the untiled path bit for bit.
+            let mut next: Vec<usize> = (first..first + out.len() / self.cols).map(|r| self.groups.ptr[r]).collect();
+            let tile = (TILE_ROWS_BYTES / (self.cols * size_of::<T>())).max(1);
+            let mut end = 0;
+            while end < in_rows {
+                end = (end + tile).min(in_rows);
+                for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
+                    let stop = self.groups.ptr[first + i + 1];
+                    let mut k = next[i];
+                    while k < stop && (self.groups.other[k] as usize) < end {
+                        self.add_row(acc, k);
+                        k += 1;
+                    }
+                    next[i] = k;
+                }
+            }
+            return;
+        }
         // Wide rows without per-head weights: edge by edge over the whole row, the output
         // row staying in L1, so that each source row streams in whole (the hardware
         // prefetcher follows it) rather than block by block.
         if heads == 1 && self.cols >= WIDE {
             for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
-                for &e in self.groups.of(first + i) {
-                    let e = e as usize;
-                    let at = self.read[e] as usize * self.cols;
-                    let xs = &self.x[at..at + self.cols];
-                    match self.weights {
-                        Weights::Column(w) => {
-                            let w = w[e];
-                            for (a, &v) in acc.iter_mut().zip(xs) {
-                                *a += w * v;
-                            }
-                        }
-                        Weights::Ones | Weights::Heads(..) => {
-                            for (a, &v) in acc.iter_mut().zip(xs) {
-                                *a += v;
-                            }
-                        }
-                    }
+                for k in self.groups.span(first + i) {
+                    self.add_row(acc, k);
                 }
             }
             return;
@@ -350,51 +417,71 @@ impl<T: Real> SpmmJob<'_, T> {
         let segments = if head_cols.is_multiple_of(BLOCK) { heads } else { 1 };
         let seg_cols = self.cols / segments;
         for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
-            let edges = self.groups.of(first + i);
+            let edges = self.groups.span(first + i);
             for k in 0..segments {
                 let mut c = k * seg_cols;
                 let end = c + seg_cols;
                 while c + BLOCK <= end {
-                    self.block::<BLOCK>(&mut acc[c..c + BLOCK], edges, c, head_cols);
+                    self.block::<BLOCK>(&mut acc[c..c + BLOCK], edges.clone(), c, head_cols);
                     c += BLOCK;
                 }
                 while c + 4 <= end {
-                    self.block::<4>(&mut acc[c..c + 4], edges, c, head_cols);
+                    self.block::<4>(&mut acc[c..c + 4], edges.clone(), c, head_cols);
                     c += 4;
                 }
                 while c < end {
-                    self.block::<1>(&mut acc[c..c + 1], edges, c, head_cols);
+                    self.block::<1>(&mut acc[c..c + 1], edges.clone(), c, head_cols);
                     c += 1;
                 }
             }
         }
     }
 
-    /// Columns `c..c + N` of one output row, summed over its edges in edge order, in
-    /// registers. Column `j` belongs to head `j / head_cols`.
+    /// `acc += w_k · x[other_k]` over the whole row for the edge at group position `k`
+    /// (one weight per edge).
     #[inline(always)]
-    fn block<const N: usize>(&self, out: &mut [T], edges: &[u32], c: usize, head_cols: usize) {
+    fn add_row(&self, acc: &mut [T], k: usize) {
+        let at = self.groups.other[k] as usize * self.cols;
+        let xs = &self.x[at..at + self.cols];
+        match self.weights {
+            Weights::Column(w) => {
+                let w = w[k];
+                for (a, &v) in acc.iter_mut().zip(xs) {
+                    *a += w * v;
+                }
+            }
+            Weights::Ones | Weights::Heads(..) => {
+                for (a, &v) in acc.iter_mut().zip(xs) {
+                    *a += v;
+                }
+            }
+        }
+    }
+
+    /// Columns `c..c + N` of one output row, summed over its edges (group positions
+    /// `edges`) in order, in registers. Column `j` belongs to head `j / head_cols`.
+    #[inline(always)]
+    fn block<const N: usize>(&self, out: &mut [T], edges: std::ops::Range<usize>, c: usize, head_cols: usize) {
         let mut acc = [T::default(); N];
         if edges.is_empty() {
             out.copy_from_slice(&acc);
             return;
         }
-        let x_at = |e: usize| -> &[T; N] {
-            let at = self.read[e] as usize * self.cols + c;
+        let x_at = |k: usize| -> &[T; N] {
+            let at = self.groups.other[k] as usize * self.cols + c;
             self.x[at..at + N].try_into().expect("N columns")
         };
         match self.weights {
             Weights::Ones => {
-                for &e in edges {
-                    let xs = x_at(e as usize);
+                for e in edges {
+                    let xs = x_at(e);
                     for j in 0..N {
                         acc[j] += xs[j];
                     }
                 }
             }
             Weights::Column(w) => {
-                for &e in edges {
-                    let e = e as usize;
+                for e in edges {
                     let (w, xs) = (w[e], x_at(e));
                     for j in 0..N {
                         acc[j] += w * xs[j];
@@ -403,8 +490,7 @@ impl<T: Real> SpmmJob<'_, T> {
             }
             Weights::Heads(w, h) if c / head_cols == (c + N - 1) / head_cols => {
                 let k = c / head_cols;
-                for &e in edges {
-                    let e = e as usize;
+                for e in edges {
                     let (w, xs) = (w[e * h + k], x_at(e));
                     for j in 0..N {
                         acc[j] += w * xs[j];
@@ -416,8 +502,7 @@ impl<T: Real> SpmmJob<'_, T> {
                 for (j, head) in lane_head.iter_mut().enumerate() {
                     *head = (c + j) / head_cols;
                 }
-                for &e in edges {
-                    let e = e as usize;
+                for e in edges {
                     let (row, xs) = (&w[e * h..(e + 1) * h], x_at(e));
                     for j in 0..N {
                         acc[j] += row[lane_head[j]] * xs[j];

@@ -234,3 +234,23 @@ fn kprop_on_transformed_rows_equals_kprop_on_features() {
         assert_close(&with, &without, 1e-10, &format!("{arch:?}"));
     }
 }
+
+#[test]
+fn large_matmuls_are_bit_identical_across_thread_counts() {
+    // Above burn-flex's threshold (192³ multiply-adds) its gemm runs on the rayon pool;
+    // it splits output tiles over threads but never the sum over k. Both products of a
+    // dense first layer: X·W, and Xᵀ·dY as the weight gradient takes it (strided view).
+    let device = cpu();
+    let matrix = |rows: usize, cols: usize, seed: usize| {
+        let values = (0..rows * cols).map(|i| (((i * 7919 + seed * 104_729) % 1000) as f32 - 500.0) / 97.0).collect::<Vec<_>>();
+        Tensor::<2>::from_data(burn::tensor::TensorData::new(values, [rows, cols]), &device)
+    };
+    let (x, w, dy) = (matrix(3000, 300, 1), matrix(300, 128, 2), matrix(3000, 128, 3));
+    let products = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| (bits(x.clone().matmul(w.clone())), bits(x.clone().transpose().matmul(dy.clone()))))
+    };
+    let reference = products(1);
+    assert_eq!(reference, products(2), "1 vs 2 threads");
+    assert_eq!(reference, products(4), "1 vs 4 threads");
+}
