@@ -111,7 +111,21 @@ pub struct AttackMetrics {
     pub mean: Option<DistributionScores>,
     /// The uniform guess scored the same way, averaged over the same reports.
     pub uniform_baseline: Option<DistributionScores>,
+    /// Means of `vs_trained_labels` over the reports that have one.
+    pub mean_vs_trained_labels: Option<DistributionScores>,
+    /// Test accuracy around each round the attack reported in: an active attack that
+    /// restores the model leaves `after` equal to `before`.
+    pub round_effects: Vec<RoundEffect>,
     pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RoundEffect {
+    pub round: usize,
+    /// Global test accuracy after the previous round (null before round 1).
+    pub test_accuracy_before: Option<f64>,
+    /// Global test accuracy after this round.
+    pub test_accuracy_after: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -123,6 +137,9 @@ pub struct ScoredReport {
     pub truth: Vec<f64>,
     pub scores: DistributionScores,
     pub uniform: DistributionScores,
+    /// When a defense randomised the client's labels: the same estimate scored against
+    /// the labels it trained on (what the attack can recover); null otherwise.
+    pub vs_trained_labels: Option<DistributionScores>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -142,7 +159,15 @@ pub struct Timings {
 
 /// Score every report against `truth[client]` (true train-label counts), grouped by
 /// attack in the order attacks first reported; `notes` are the strategy's caveats.
-pub fn score_attacks(reports: &[AttackReport], notes: &[AttackNote], truth: &[Vec<usize>]) -> Vec<AttackMetrics> {
+/// `trained[client]` are the counts of the labels it trained on (differing from the
+/// truth where a defense randomised them).
+pub fn score_attacks(
+    reports: &[AttackReport],
+    notes: &[AttackNote],
+    truth: &[Vec<usize>],
+    trained: &[Vec<usize>],
+    rounds: &[RoundMetrics],
+) -> Vec<AttackMetrics> {
     let mut out: Vec<AttackMetrics> = Vec::new();
     for r in reports {
         let Inference::LabelDistribution { estimate } = &r.inference;
@@ -154,16 +179,36 @@ pub fn score_attacks(reports: &[AttackReport], notes: &[AttackNote], truth: &[Ve
             truth: scoring::normalise(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>()),
             scores: scoring::score_distribution(estimate, counts),
             uniform: scoring::uniform_baseline(counts),
+            vs_trained_labels: trained.get(r.client).filter(|t| *t != counts).map(|t| scoring::score_distribution(estimate, t)),
         };
         match out.iter_mut().find(|a| a.attack == r.attack) {
             Some(a) => a.reports.push(scored),
-            None => out.push(AttackMetrics { attack: r.attack.clone(), reports: vec![scored], mean: None, uniform_baseline: None, notes: vec![] }),
+            None => out.push(AttackMetrics {
+                attack: r.attack.clone(),
+                reports: vec![scored],
+                mean: None,
+                uniform_baseline: None,
+                mean_vs_trained_labels: None,
+                round_effects: vec![],
+                notes: vec![],
+            }),
         }
     }
     for a in &mut out {
         a.mean = mean(a.reports.iter().map(|r| r.scores));
         a.uniform_baseline = mean(a.reports.iter().map(|r| r.uniform));
+        a.mean_vs_trained_labels = mean(a.reports.iter().filter_map(|r| r.vs_trained_labels));
         a.notes = notes.iter().filter(|n| n.attack == a.attack).map(AttackNote::to_string).collect();
+        let mut attacked: Vec<usize> = a.reports.iter().map(|r| r.round).collect();
+        attacked.dedup();
+        a.round_effects = attacked
+            .into_iter()
+            .filter_map(|round| {
+                let after = rounds.iter().find(|m| m.round == round)?.test_accuracy;
+                let before = rounds.iter().find(|m| m.round + 1 == round).map(|m| m.test_accuracy);
+                Some(RoundEffect { round, test_accuracy_before: before, test_accuracy_after: after })
+            })
+            .collect();
     }
     out
 }
@@ -209,8 +254,25 @@ pub fn attacks_md(m: &Metrics) -> String {
             mean.js_bits,
             u.js_nats
         ));
+        if let Some(t) = a.mean_vs_trained_labels {
+            s.push_str(&format!(
+                "- against the labels the clients trained on (after their defenses): cos-sim {:.4}, JS {:.4} nats\n",
+                t.cos_sim, t.js_nats
+            ));
+        }
+        for e in &a.round_effects {
+            let before = e.test_accuracy_before.map_or("–".to_string(), |b| format!("{b:.4}"));
+            s.push_str(&format!("- round {}: test accuracy {before} before, {:.4} after\n", e.round, e.test_accuracy_after));
+        }
         for n in &a.notes {
             s.push_str(&format!("- note: {n}\n"));
+        }
+        s.push_str("\n| round | client | cos-sim | JS (nats) | JS (bits) | uniform cos-sim | uniform JS (nats) |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+        for r in &a.reports {
+            s.push_str(&format!(
+                "| {} | {} | {:.4} | {:.4} | {:.4} | {:.4} | {:.4} |\n",
+                r.round, r.client, r.scores.cos_sim, r.scores.js_nats, r.scores.js_bits, r.uniform.cos_sim, r.uniform.js_nats
+            ));
         }
     }
     s

@@ -38,7 +38,12 @@ impl Kind {
 /// (name, YAML text) of every built-in preset of `kind`.
 pub fn builtin(kind: Kind) -> &'static [(&'static str, &'static str)] {
     match kind {
-        Kind::Attack => &[("none", include_str!("../attacks/none.yaml")), ("lda", include_str!("../attacks/lda.yaml"))],
+        Kind::Attack => &[
+            ("none", include_str!("../attacks/none.yaml")),
+            ("lda", include_str!("../attacks/lda.yaml")),
+            ("ec-lda", include_str!("../attacks/ec-lda.yaml")),
+            ("uniform", include_str!("../attacks/uniform.yaml")),
+        ],
         Kind::Defense => &[("none", include_str!("../defenses/none.yaml")), ("ldp-labels", include_str!("../defenses/ldp-labels.yaml"))],
     }
 }

@@ -186,7 +186,7 @@ fn metrics_of(stem: &str, scenario: &Scenario, p: &Prepared, fed: &FedResult, st
         .enumerate()
         .map(|(i, r)| ClientMetrics::new(r.clone(), truth[i].clone(), last.client_test_accuracy[i], fed.privacy[i].clone()))
         .collect();
-    let attacks = metrics::score_attacks(&fed.attack.reports, &fed.attack.notes, &truth);
+    let attacks = metrics::score_attacks(&fed.attack.reports, &fed.attack.notes, &truth, &fed.trained_label_counts, &fed.rounds);
     let mut stages_run = vec!["data", "split", "partition", "train"];
     if !attacks.is_empty() {
         stages_run.push("scoring");

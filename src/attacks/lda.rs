@@ -4,11 +4,11 @@
 //!
 //! For a linear head z = hW + b trained with mean cross-entropy over N nodes, the
 //! row-summed weight gradient of class c is ḡ_c = (1/N) Σ_k (p_kc − y_kc)·s_k with
-//! s_k = Σ_j h_kj. The server recovers the gradient averaged over the E local SGD steps
-//! from what it sent and got back, G = (W_sent − W_returned)/(η·E), forwards a dummy
-//! graph of K nodes through the model it sent to get p_i and s_i, and estimates
+//! s_k = Σ_j h_kj. The server reads the gradient averaged over the E local steps off the
+//! update ([`GradientSource`]), forwards a dummy graph of K nodes through the model it
+//! sent to get p_i and s_i, and estimates (Eq. 4)
 //! counts_c ∝ (Σ_i p_ic·s_i − K·ḡ_c)/mean(s), clamped at 0 and normalised. The estimate
-//! is exact when every s_k is the same, which the active variant (EC-LDA) enforces.
+//! is exact when every s_k is the same, which the active variant (`ec-lda`) enforces.
 
 use std::sync::Arc;
 
@@ -18,29 +18,22 @@ use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
 use super::AttackRounds;
+use super::gradient::{self, GradientSource};
 use crate::data::{DenseMatrix, Features, Graph};
 use crate::error::{Error, Result};
 use crate::fed::{
     AttackNote, AttackOutput, AttackReport, ClientUpdate, FederationConfig, Inference, ModelParams, RoundContext, ServerContext, ServerStrategy,
+    ThreatModel,
 };
 use crate::rng;
-use crate::train::OptimizerKind;
 
-/// The head's weight: the parameter the estimator reads.
-pub const HEAD_WEIGHT: &str = "head.weight";
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LdaConfig {
     /// Rounds in which the server infers every client's label distribution.
     pub rounds: AttackRounds,
     pub dummy: DummyGraph,
-}
-
-impl Default for LdaConfig {
-    fn default() -> Self {
-        LdaConfig { rounds: AttackRounds::Mid, dummy: DummyGraph::default() }
-    }
+    pub gradient: GradientSource,
 }
 
 impl LdaConfig {
@@ -126,17 +119,7 @@ impl Lda {
 
     fn infer(&mut self, round: usize, update: &ClientUpdate<'_>) -> Result<Vec<f64>> {
         let server = self.server.clone().expect("setup ran");
-        let (sent, returned) = (param(update.sent)?, param(update.returned)?);
-        let [hidden, classes] = [sent.shape[0], sent.shape[1]];
-        // G = (W_sent − W_returned)/(η·E), row sums over the head's inputs per class.
-        let scale = 1.0 / (update.lr * update.local_epochs as f64);
-        let mut g = vec![0f64; classes];
-        for j in 0..hidden {
-            for (c, gc) in g.iter_mut().enumerate() {
-                let k = j * classes + c;
-                *gc += (f64::from(sent.values[k]) - f64::from(returned.values[k])) * scale;
-            }
-        }
+        let g = gradient::class_sums(&self.config.gradient.read(update)?, server.classes);
         if self.probe.as_ref().is_none_or(|pr| pr.round != round || pr.sent != *update.sent) {
             // The same graph for every client of the round: its stream depends on the round only.
             let mut r = rng::derive(server.seed, "attack-dummy-graph", &[round as u64]);
@@ -147,26 +130,28 @@ impl Lda {
             self.probe = Some(Probe { round, sent: update.sent.clone(), s, p });
         }
         let Probe { s, p, .. } = self.probe.as_ref().expect("just built");
-        let k = s.len();
-        let mean_s = s.iter().sum::<f64>() / k as f64;
-        let counts: Vec<f64> = (0..classes)
-            .map(|c| {
-                let ps: f64 = (0..k).map(|i| p[i * classes + c] * s[i]).sum();
-                ((ps - k as f64 * g[c]) / mean_s).max(0.0)
-            })
-            .collect();
-        Ok(counts)
+        Ok(estimate_counts(s, p, &g))
     }
+}
+
+/// Eq. 4: counts_c = (Σ_i p_ic·s_i − K·ḡ_c)/mean(s), clamped at 0, from K dummy nodes'
+/// head-input sums `s`, their softmax outputs `p` (row-major, `g.len()` per node) and
+/// the row-summed head gradient `g`.
+pub fn estimate_counts(s: &[f64], p: &[f64], g: &[f64]) -> Vec<f64> {
+    let (k, classes) = (s.len(), g.len());
+    let mean_s = s.iter().sum::<f64>() / k as f64;
+    (0..classes)
+        .map(|c| {
+            let ps: f64 = (0..k).map(|i| p[i * classes + c] * s[i]).sum();
+            ((ps - k as f64 * g[c]) / mean_s).max(0.0)
+        })
+        .collect()
 }
 
 impl Lda {
     fn note(&mut self, text: String) {
         self.output.notes.push(AttackNote { attack: self.name.clone(), text });
     }
-}
-
-fn param(p: &ModelParams) -> Result<&crate::fed::ParamTensor> {
-    p.get(HEAD_WEIGHT).ok_or_else(|| Error::Other(format!("the model has no `{HEAD_WEIGHT}`")))
 }
 
 fn to_vec<const D: usize>(t: burn::tensor::Tensor<D>) -> Vec<f64> {
@@ -178,23 +163,17 @@ impl ServerStrategy for Lda {
         &self.name
     }
 
+    fn threat_model(&self) -> ThreatModel {
+        self.config.gradient.threat_model()
+    }
+
     fn setup(&mut self, server: &Arc<ServerContext>) -> Result<()> {
-        if !server.param_names.iter().any(|n| n == HEAD_WEIGHT) {
-            return Err(Error::param(
-                "model.head",
-                format!("attack `{}` reads the gradient of the fully connected head: set `model.head: true`", self.name),
-            ));
+        self.config.gradient.check(server, &self.name, &self.name)?;
+        if self.config.gradient == GradientSource::Exact {
+            self.note("reads each client's own averaged gradient (`gradient: exact`): a stronger threat model than a FedAvg server's".into());
         }
         let t = &server.train;
-        if t.optimizer != OptimizerKind::Sgd || t.momentum > 0.0 {
-            self.note(format!(
-                "clients train with {}{}; (θ_sent − θ_returned)/(η·E) is then not their averaged gradient, so the \
-                 estimate is approximate",
-                format!("{:?}", t.optimizer).to_lowercase(),
-                if t.momentum > 0.0 { " with momentum" } else { "" }
-            ));
-        }
-        if t.weight_decay > 0.0 {
+        if t.weight_decay > 0.0 && self.config.gradient == GradientSource::Recovered {
             self.note(format!(
                 "weight decay {} adds λ·W to every step's gradient; the recovered gradient includes it",
                 t.weight_decay
@@ -225,5 +204,30 @@ impl ServerStrategy for Lda {
 
     fn finish(&mut self) -> AttackOutput {
         std::mem::take(&mut self.output)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::estimate_counts;
+
+    #[test]
+    fn eq4_is_exact_when_every_head_input_sum_is_equal() {
+        // N = 10 real nodes with labels counts (5, 3, 2, 0) and, like the K = 4 dummy
+        // nodes, softmax output q and head-input sum S: then ḡ_c = (1/N)·Σ_k (q_c − y_kc)·S
+        // = S·(q_c − n_c/N), and Eq. 4 gives K·n_c/N exactly.
+        let (s_val, q, n) = (2.5, [0.4, 0.3, 0.2, 0.1], [5.0, 3.0, 2.0, 0.0]);
+        let total: f64 = n.iter().sum();
+        let g: Vec<f64> = (0..4).map(|c| s_val * (q[c] - n[c] / total)).collect();
+        let (s, p): (Vec<f64>, Vec<f64>) = (vec![s_val; 4], q.iter().copied().cycle().take(16).collect());
+        let counts = estimate_counts(&s, &p, &g);
+        for c in 0..4 {
+            assert!((counts[c] - 4.0 * n[c] / total).abs() < 1e-12, "{counts:?}");
+        }
+        // Unequal sums over unequal outputs make it approximate; a negative estimate is
+        // clamped at 0.
+        let skewed: Vec<f64> = (0..16).map(|k| if k % 5 == 0 { 0.7 } else { 0.1 }).collect();
+        let uneven = estimate_counts(&[1.0, 2.0, 3.0, 4.0], &skewed, &g);
+        assert!(uneven.iter().all(|&c| c >= 0.0) && (uneven[0] - counts[0]).abs() > 1e-3, "{uneven:?}");
     }
 }

@@ -2,8 +2,11 @@
 //! what a server sees. Each attack is one file here, one variant of [`AttackSpec`] (its
 //! YAML `kind`), and a preset in `attacks/`; [`build`] is the only registration point.
 
+pub mod ec_lda;
+pub mod gradient;
 pub mod lda;
 mod rounds;
+pub mod uniform;
 
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +14,7 @@ pub use rounds::AttackRounds;
 
 use crate::error::{Error, Result};
 use crate::fed::{
-    AttackOutput, ClientOracle, ClientUpdate, FedAvg, FederationConfig, ModelParams, RoundContext, ServerContext, ServerStrategy,
+    AttackNote, AttackOutput, ClientOracle, ClientUpdate, FedAvg, FederationConfig, ModelParams, RoundContext, ServerContext, ServerStrategy,
     ThreatModel,
 };
 
@@ -25,6 +28,11 @@ pub enum AttackSpec {
     /// Passive label-distribution inference from the head's update (EC-LDA's estimator
     /// without embedding compression).
     Lda(lda::LdaConfig),
+    /// EC-LDA: the same estimate after scaling the broadcast model to a small norm,
+    /// the round discarded afterwards (active).
+    EcLda(ec_lda::EcLdaConfig),
+    /// The uniform guess over the classes: the reference every attack must beat.
+    Uniform(uniform::UniformConfig),
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -50,6 +58,14 @@ impl AttackSpec {
             AttackSpec::Lda(c) => {
                 c.validate(federation, field)?;
                 Some(Built { strategy: Box::new(lda::Lda::new(name, c.clone())), active: false })
+            }
+            AttackSpec::EcLda(c) => {
+                c.validate(federation, field)?;
+                Some(Built { strategy: Box::new(ec_lda::EcLda::new(name, c.clone())), active: true })
+            }
+            AttackSpec::Uniform(c) => {
+                c.rounds.validate(federation.rounds, &format!("{field}.rounds"))?;
+                Some(Built { strategy: Box::new(uniform::Uniform::new(name, c.clone())), active: false })
             }
         })
     }
@@ -108,7 +124,11 @@ impl ServerStrategy for Composite {
         self.active.and_then(|i| self.attacks[i].before_broadcast(ctx, client, global))
     }
     fn after_update(&mut self, ctx: &RoundContext, update: &ClientUpdate<'_>) -> Result<()> {
-        self.attacks.iter_mut().try_for_each(|a| a.after_update(ctx, update))
+        // Each attack sees only what its own threat model grants.
+        self.attacks.iter_mut().try_for_each(|a| {
+            let granted = a.threat_model() >= ThreatModel::GradientAccess;
+            a.after_update(ctx, &ClientUpdate { exact_gradient: update.exact_gradient.filter(|_| granted), ..*update })
+        })
     }
     fn aggregate(&mut self, ctx: &RoundContext, updates: &[ClientUpdate<'_>]) -> ModelParams {
         match self.active {
@@ -132,8 +152,15 @@ impl ServerStrategy for Composite {
     }
     fn finish(&mut self) -> AttackOutput {
         let mut out = AttackOutput::default();
-        for a in &mut self.attacks {
+        let active = self.active.map(|i| self.attacks[i].name().to_string());
+        for (i, a) in self.attacks.iter_mut().enumerate() {
             let o = a.finish();
+            if let Some(active) = active.as_ref().filter(|_| Some(i) != self.active && !o.reports.is_empty()) {
+                out.notes.push(AttackNote {
+                    attack: a.name().to_string(),
+                    text: format!("in the rounds where `{active}` acts, this attack observes the updates of the model `{active}` broadcast"),
+                });
+            }
             out.reports.extend(o.reports);
             out.notes.extend(o.notes);
         }

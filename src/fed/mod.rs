@@ -76,6 +76,9 @@ pub struct FedResult {
     pub threat_model: ThreatModel,
     /// What the server strategy inferred.
     pub attack: AttackOutput,
+    /// Per client: the train-label counts it trained on (after its defenses); for
+    /// scoring only, never shown to the server.
+    pub trained_label_counts: Vec<Vec<usize>>,
     /// Wall-clock seconds per round (not deterministic, reported under timings).
     #[serde(skip)]
     pub round_seconds: Vec<f64>,
@@ -188,13 +191,14 @@ impl Federation {
                 .iter()
                 .zip(&sent)
                 .zip(&outcomes)
-                .map(|((&i, sent), (returned, _))| ClientUpdate {
+                .map(|((&i, sent), (returned, stats))| ClientUpdate {
                     client: states[i].id,
                     sent,
                     returned,
                     samples: states[i].weight,
                     lr: cfg.train.lr,
                     local_epochs: cfg.train.epochs,
+                    exact_gradient: if threat_model >= ThreatModel::GradientAccess { stats.head_gradient.as_ref() } else { None },
                 })
                 .collect();
             for u in &updates {
@@ -255,7 +259,8 @@ impl Federation {
                 spent
             })
             .collect();
-        Ok(FedResult { rounds: result, parameters, privacy, threat_model, attack: strategy.finish(), round_seconds })
+        let trained_label_counts = states.iter().map(|s| s.local.train_label_counts()).collect();
+        Ok(FedResult { rounds: result, parameters, privacy, threat_model, attack: strategy.finish(), trained_label_counts, round_seconds })
     }
 }
 

@@ -19,7 +19,7 @@ use super::params::ModelParams;
 use crate::data::{Features, Graph};
 use crate::error::Result;
 use crate::model::{GraphTensors, ModelConfig, NodeClassifier, NodeInput, Output};
-use crate::train::TrainConfig;
+use crate::train::{HeadGradient, TrainConfig};
 
 /// Where the federation stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +41,9 @@ pub struct ClientUpdate<'a> {
     pub samples: usize,
     pub lr: f64,
     pub local_epochs: usize,
+    /// The client's own head gradient averaged over its steps: only for a strategy that
+    /// declares [`ThreatModel::GradientAccess`] or more, `None` otherwise.
+    pub exact_gradient: Option<&'a HeadGradient>,
 }
 
 /// What a server is assumed able to do; recorded in `metrics.json`.
@@ -50,6 +53,10 @@ pub enum ThreatModel {
     /// Follows the protocol's message flow, sees what it sends and receives, may
     /// tamper with the model it broadcasts.
     HonestButCurious,
+    /// Additionally reads each client's own averaged head gradient (EC-LDA's published
+    /// code does): stronger than a FedAvg server, which sees only models; for
+    /// validating an estimator, or where updates cannot be inverted (Adam, momentum).
+    GradientAccess,
     /// Additionally queries a client's model on the client's own graph with injected
     /// nodes (Infiltrator): not something a FedAvg server can do.
     QueryAccess,

@@ -51,6 +51,18 @@ impl LocalData {
     pub fn count(&self, role: Role) -> usize {
         self.roles.iter().filter(|&&r| r == role).count()
     }
+
+    /// Per-class counts of the labels of the train nodes as held here (after any
+    /// defense that randomised them).
+    pub fn train_label_counts(&self) -> Vec<usize> {
+        let mut counts = vec![0usize; self.classes];
+        for (label, role) in self.labels.iter().zip(&self.roles) {
+            if let (Some(y), Role::Train) = (label, role) {
+                counts[*y as usize] += 1;
+            }
+        }
+        counts
+    }
 }
 
 /// Nodes of one role with their labels, on the device.
@@ -174,6 +186,45 @@ pub struct LocalStats {
     pub epoch_losses: Vec<f64>,
     /// With model selection: the epoch kept (0-based).
     pub selected_epoch: Option<usize>,
+    /// The linear head's gradient averaged over the round's steps (models with a head).
+    /// Client-side knowledge: a server sees it only under
+    /// [`crate::fed::ThreatModel::GradientAccess`].
+    pub head_gradient: Option<HeadGradient>,
+}
+
+/// A linear head's loss gradient, averaged over the steps of one round.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HeadGradient {
+    /// `[d_in, classes]` row-major, as Burn's `Linear` stores the weight.
+    pub weight: Vec<f64>,
+    pub bias: Vec<f64>,
+    pub steps: usize,
+}
+
+impl HeadGradient {
+    /// Add one step's gradients (either may be absent: a head without bias).
+    fn add(&mut self, weight: Option<Tensor<2>>, bias: Option<Tensor<1>>) {
+        fn into(acc: &mut Vec<f64>, values: Vec<f64>) {
+            if acc.is_empty() {
+                acc.resize(values.len(), 0.0);
+            }
+            acc.iter_mut().zip(values).for_each(|(a, v)| *a += v);
+        }
+        if let Some(w) = weight {
+            into(&mut self.weight, w.into_data().convert::<f64>().try_into_vec::<f64>().expect("f64 after convert"));
+        }
+        if let Some(b) = bias {
+            into(&mut self.bias, b.into_data().convert::<f64>().try_into_vec::<f64>().expect("f64 after convert"));
+        }
+        self.steps += 1;
+    }
+
+    /// Sums → means over the steps.
+    fn averaged(mut self) -> HeadGradient {
+        let n = self.steps.max(1) as f64;
+        self.weight.iter_mut().chain(self.bias.iter_mut()).for_each(|v| *v /= n);
+        self
+    }
 }
 
 /// A fresh optimizer as `cfg` describes it.
@@ -210,6 +261,10 @@ pub fn train_local(
         let Some(loss) = loss_fn.loss(&out, data) else { break };
         stats.epoch_losses.push(f64::from(loss.clone().into_scalar::<f32>()));
         let grads = GradientsParams::from_grads(loss.backward(), &model);
+        if let Some(head) = &model.head {
+            let g = stats.head_gradient.get_or_insert_with(HeadGradient::default);
+            g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|b| grads.get::<1>(b.id)));
+        }
         model = optim.step(cfg.lr, model, grads);
         if cfg.select_best_val {
             let val = evaluate_set(&forward_eval(&model, data).logits, &data.val).mean_loss();
@@ -220,6 +275,7 @@ pub fn train_local(
                 }
         }
     }
+    stats.head_gradient = stats.head_gradient.map(HeadGradient::averaged);
     match best {
         Some((_, m)) => (m, stats),
         None => (model, stats),

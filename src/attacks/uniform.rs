@@ -1,0 +1,66 @@
+//! `uniform`: the uniform guess over the classes for every client in the attack rounds.
+//! It reads nothing; it is the reference line an attack must beat, scored the same way.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::AttackRounds;
+use crate::error::Result;
+use crate::fed::{
+    AttackOutput, AttackReport, ClientUpdate, Inference, RoundContext, ServerContext,
+    ServerStrategy,
+};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UniformConfig {
+    pub rounds: AttackRounds,
+}
+
+pub struct Uniform {
+    name: String,
+    config: UniformConfig,
+    classes: usize,
+    output: AttackOutput,
+}
+
+impl Uniform {
+    pub fn new(name: &str, config: UniformConfig) -> Uniform {
+        Uniform {
+            name: name.to_string(),
+            config,
+            classes: 0,
+            output: AttackOutput::default(),
+        }
+    }
+}
+
+impl ServerStrategy for Uniform {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn setup(&mut self, server: &Arc<ServerContext>) -> Result<()> {
+        self.classes = server.classes;
+        Ok(())
+    }
+
+    fn after_update(&mut self, ctx: &RoundContext, update: &ClientUpdate<'_>) -> Result<()> {
+        if update.samples > 0 && self.config.rounds.contains(ctx.round, ctx.rounds) {
+            self.output.reports.push(AttackReport {
+                attack: self.name.clone(),
+                round: ctx.round,
+                client: update.client,
+                inference: Inference::LabelDistribution {
+                    estimate: vec![1.0 / self.classes as f64; self.classes],
+                },
+            });
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> AttackOutput {
+        std::mem::take(&mut self.output)
+    }
+}
