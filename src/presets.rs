@@ -43,6 +43,8 @@ pub fn builtin(kind: Kind) -> &'static [(&'static str, &'static str)] {
             ("lda", include_str!("../attacks/lda.yaml")),
             ("ec-lda", include_str!("../attacks/ec-lda.yaml")),
             ("uniform", include_str!("../attacks/uniform.yaml")),
+            ("ilrg", include_str!("../attacks/ilrg.yaml")),
+            ("llg-star", include_str!("../attacks/llg-star.yaml")),
         ],
         Kind::Defense => &[("none", include_str!("../defenses/none.yaml")), ("ldp-labels", include_str!("../defenses/ldp-labels.yaml"))],
     }

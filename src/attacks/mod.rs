@@ -4,7 +4,9 @@
 
 pub mod ec_lda;
 pub mod gradient;
+pub mod ilrg;
 pub mod lda;
+pub mod llg_star;
 mod rounds;
 pub mod uniform;
 
@@ -33,6 +35,10 @@ pub enum AttackSpec {
     EcLda(ec_lda::EcLdaConfig),
     /// The uniform guess over the classes: the reference every attack must beat.
     Uniform(uniform::UniformConfig),
+    /// iLRG (Ma et al.): counts from a linear system on the head's gradients.
+    Ilrg(ilrg::IlrgConfig),
+    /// LLG* (Wainakh et al.): counts from the head's weight gradient with dummy data.
+    LlgStar(llg_star::LlgStarConfig),
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -62,6 +68,14 @@ impl AttackSpec {
             AttackSpec::EcLda(c) => {
                 c.validate(federation, field)?;
                 Some(Built { strategy: Box::new(ec_lda::EcLda::new(name, c.clone())), active: true })
+            }
+            AttackSpec::Ilrg(c) => {
+                c.validate(federation, field)?;
+                Some(Built { strategy: Box::new(ilrg::Ilrg::new(name, c.clone())), active: false })
+            }
+            AttackSpec::LlgStar(c) => {
+                c.validate(federation, field)?;
+                Some(Built { strategy: Box::new(llg_star::LlgStar::new(name, c.clone())), active: false })
             }
             AttackSpec::Uniform(c) => {
                 c.rounds.validate(federation.rounds, &format!("{field}.rounds"))?;
