@@ -45,6 +45,7 @@ pub fn builtin(kind: Kind) -> &'static [(&'static str, &'static str)] {
             ("uniform", include_str!("../attacks/uniform.yaml")),
             ("ilrg", include_str!("../attacks/ilrg.yaml")),
             ("llg-star", include_str!("../attacks/llg-star.yaml")),
+            ("infiltrator", include_str!("../attacks/infiltrator.yaml")),
         ],
         Kind::Defense => &[("none", include_str!("../defenses/none.yaml")), ("ldp-labels", include_str!("../defenses/ldp-labels.yaml"))],
     }

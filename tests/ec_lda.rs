@@ -317,3 +317,64 @@ fn under_label_ldp_the_attack_recovers_the_labels_clients_trained_on() {
         "{vs_trained:?} vs {vs_truth:?}"
     );
 }
+
+#[test]
+fn infiltrator_queries_every_train_node_and_beats_the_uniform_guess() {
+    let s = quickstart(&[
+        "model.head=true",
+        "federation.rounds=10",
+        "attacks=[infiltrator, {kind: uniform, rounds: last}]",
+    ]);
+    let p = run::prepare(&s, None).unwrap();
+    let r = run::federation(&s, &p, false)
+        .unwrap()
+        .run(s.server().unwrap().as_mut())
+        .unwrap();
+    assert_eq!(r.threat_model, ThreatModel::QueryAccess);
+    let truth: Vec<Vec<usize>> = p
+        .clients
+        .iter()
+        .map(|c| {
+            p.dataset.label_counts(
+                c.nodes
+                    .iter()
+                    .copied()
+                    .filter(|&n| p.split.roles[n] == fgl_sim::data::Role::Train),
+            )
+        })
+        .collect();
+    let scored = fgl_sim::metrics::score_attacks(
+        &r.attack.reports,
+        &r.attack.notes,
+        &truth,
+        &r.trained_label_counts,
+        &r.rounds,
+    );
+    let infiltrator = scored.iter().find(|a| a.attack == "infiltrator").unwrap();
+    assert_eq!(infiltrator.reports.len(), 5);
+    assert!(infiltrator.reports.iter().all(|r| r.round == 10));
+    // Every train node got one prediction: the estimate is a histogram over them.
+    for (rep, t) in infiltrator.reports.iter().zip(&truth) {
+        let n: usize = t.iter().sum();
+        for e in &rep.estimate {
+            assert!(
+                (e * n as f64 - (e * n as f64).round()).abs() < 1e-9,
+                "{:?} is not a histogram over {n} nodes",
+                rep.estimate
+            );
+        }
+    }
+    let (inf, uni) = (
+        infiltrator.mean.unwrap(),
+        scored
+            .iter()
+            .find(|a| a.attack == "uniform")
+            .unwrap()
+            .mean
+            .unwrap(),
+    );
+    assert!(
+        inf.cos_sim > uni.cos_sim && inf.js_nats < uni.js_nats,
+        "{inf:?} vs uniform {uni:?}"
+    );
+}

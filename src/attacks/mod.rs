@@ -5,6 +5,7 @@
 pub mod ec_lda;
 pub mod gradient;
 pub mod ilrg;
+pub mod infiltrator;
 pub mod lda;
 pub mod llg_star;
 mod rounds;
@@ -39,6 +40,8 @@ pub enum AttackSpec {
     Ilrg(ilrg::IlrgConfig),
     /// LLG* (Wainakh et al.): counts from the head's weight gradient with dummy data.
     LlgStar(llg_star::LlgStarConfig),
+    /// Infiltrator (Meng et al.): label inference by node injection (query access).
+    Infiltrator(infiltrator::InfiltratorConfig),
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -76,6 +79,10 @@ impl AttackSpec {
             AttackSpec::LlgStar(c) => {
                 c.validate(federation, field)?;
                 Some(Built { strategy: Box::new(llg_star::LlgStar::new(name, c.clone())), active: false })
+            }
+            AttackSpec::Infiltrator(c) => {
+                c.validate(federation, field)?;
+                Some(Built { strategy: Box::new(infiltrator::Infiltrator::new(name, c.clone())), active: false })
             }
             AttackSpec::Uniform(c) => {
                 c.rounds.validate(federation.rounds, &format!("{field}.rounds"))?;

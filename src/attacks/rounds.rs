@@ -1,5 +1,5 @@
 //! Which rounds an attack acts in (YAML `rounds:`): `mid` (⌊R/2⌋, EC-LDA's default),
-//! `all`, `{every: k}` (rounds k, 2k, …) or an explicit list `[10, 20]`.
+//! `last`, `all`, `{every: k}` (rounds k, 2k, …) or an explicit list `[10, 20]`.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 pub enum AttackRounds {
     #[default]
     Mid,
+    Last,
     All,
     Every(usize),
     List(Vec<usize>),
@@ -19,6 +20,7 @@ impl AttackRounds {
     pub fn contains(&self, round: usize, rounds: usize) -> bool {
         match self {
             AttackRounds::Mid => round == (rounds / 2).max(1),
+            AttackRounds::Last => round == rounds,
             AttackRounds::All => true,
             AttackRounds::Every(k) => round.is_multiple_of(*k),
             AttackRounds::List(l) => l.contains(&round),
@@ -55,6 +57,7 @@ impl Serialize for AttackRounds {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
             AttackRounds::Mid => Raw::Word("mid".into()),
+            AttackRounds::Last => Raw::Word("last".into()),
             AttackRounds::All => Raw::Word("all".into()),
             AttackRounds::Every(k) => Raw::Every { every: *k },
             AttackRounds::List(l) => Raw::List(l.clone()),
@@ -65,11 +68,12 @@ impl Serialize for AttackRounds {
 
 impl<'de> Deserialize<'de> for AttackRounds {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<AttackRounds, D::Error> {
-        let allowed = "allowed: `mid`, `all`, `{every: k}` or a list of rounds like `[10, 20]`";
+        let allowed = "allowed: `mid`, `last`, `all`, `{every: k}` or a list of rounds like `[10, 20]`";
         let raw = Raw::deserialize(d).map_err(|_| serde::de::Error::custom(format!("not a set of rounds; {allowed}")))?;
         Ok(match raw {
             Raw::Word(w) if w == "mid" => AttackRounds::Mid,
             Raw::Word(w) if w == "all" => AttackRounds::All,
+            Raw::Word(w) if w == "last" => AttackRounds::Last,
             Raw::Word(w) => return Err(serde::de::Error::custom(format!("`{w}` is not a set of rounds; {allowed}"))),
             Raw::List(l) => AttackRounds::List(l),
             Raw::Every { every } => AttackRounds::Every(every),
@@ -93,7 +97,8 @@ mod tests {
         assert!(AttackRounds::Every(4).contains(8, 10) && !AttackRounds::Every(4).contains(6, 10));
         assert!(AttackRounds::List(vec![0]).validate(5, "x").is_err());
         assert!(AttackRounds::List(vec![6]).validate(5, "x").unwrap_err().to_string().contains("1..=5"));
-        for v in [AttackRounds::Mid, AttackRounds::All, AttackRounds::Every(3), AttackRounds::List(vec![2, 4])] {
+        assert!(AttackRounds::Last.contains(7, 7) && !AttackRounds::Last.contains(6, 7));
+        for v in [AttackRounds::Mid, AttackRounds::Last, AttackRounds::All, AttackRounds::Every(3), AttackRounds::List(vec![2, 4])] {
             assert_eq!(r(&serde_yaml::to_string(&v).unwrap()).unwrap(), v);
         }
     }

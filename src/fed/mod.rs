@@ -280,6 +280,10 @@ impl ClientOracle for Oracle<'_> {
         self.clients[client].local.graph.num_nodes()
     }
 
+    fn train_nodes(&self, client: usize) -> Vec<usize> {
+        self.clients[client].local.roles.iter().enumerate().filter(|(_, r)| **r == Role::Train).map(|(v, _)| v).collect()
+    }
+
     fn query(&self, client: usize, injection: &Injection) -> Result<Vec<Vec<f32>>> {
         let local = &self.clients.get(client).ok_or_else(|| Error::Other(format!("oracle: no client {client}")))?.local;
         let n = local.graph.num_nodes();

@@ -150,6 +150,9 @@ pub trait ClientOracle {
     fn num_clients(&self) -> usize;
     /// Nodes of `client`'s graph (their local ids are 0..n).
     fn num_nodes(&self, client: usize) -> usize;
+    /// The local ids of the nodes `client` trains on (the targets of a label-inference
+    /// query attack; part of what query access grants).
+    fn train_nodes(&self, client: usize) -> Vec<usize>;
     /// The current global model run on `client`'s graph (as the client holds it, after
     /// its defenses) with `injection` added: the softmax outputs of the injected nodes.
     fn query(&self, client: usize, injection: &Injection) -> Result<Vec<Vec<f32>>>;
