@@ -95,10 +95,45 @@ enum Command {
     },
     /// List the built-in attack and defense presets with their parameters and defaults.
     Presets,
+    /// Reproduce a paper's tables; writes reproduce.md and reproduce.csv.
+    Reproduce {
+        #[command(subcommand)]
+        paper: Paper,
+    },
     /// Print performance figures.
     Bench {
         #[command(subcommand)]
         what: BenchWhat,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum Paper {
+    /// EC-LDA (Cheng et al., ICDM 2025): Table 2 (EC-LDA, Infiltrator, iLRG, LLG*, uniform × GCN/GAT/SAGE), the E and C sweeps.
+    EcLda {
+        /// Any dataset `fgl-sim datasets` lists (settings per REFERENCE §1.4; 128 → 64 where the paper gives none).
+        #[arg(long, default_value = "cora")]
+        dataset: String,
+        /// Seeds per cell (the paper: 5).
+        #[arg(long, default_value_t = 5)]
+        seeds: usize,
+        /// Federation rounds instead of the dataset's (a quick look; not the paper's setting).
+        #[arg(long)]
+        rounds: Option<usize>,
+        /// Parts to run (repeatable; default all).
+        #[arg(long = "part", value_enum)]
+        parts: Vec<crate::reproduce::EcLdaPart>,
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Results directory (default results/reproduce-ec-lda-<dataset>-<time>).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Overwrite a results directory that already holds results.
+        #[arg(long)]
+        force: bool,
+        /// Worker threads (results do not depend on it).
+        #[arg(long)]
+        threads: Option<usize>,
     },
 }
 
@@ -134,6 +169,17 @@ enum BenchWhat {
         backend: Backend,
         /// Repetitions per figure (the median is reported).
         #[arg(long, default_value_t = 15)]
+        reps: usize,
+        /// Worker threads.
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// One attack round's server work per client (EC-LDA, iLRG, LLG*) on EC-LDA's Cora workload.
+    Attack {
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Attack rounds timed (the median is reported).
+        #[arg(long, default_value_t = 10)]
         reps: usize,
         /// Worker threads.
         #[arg(long)]
@@ -215,6 +261,23 @@ fn dispatch(command: Command) -> Result<()> {
         Command::Partition { dataset, clients, method, seed, delta, alpha, data, json } => {
             let cfg = PartitionConfig { method, clients, delta, alpha, ..PartitionConfig::default() };
             partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
+        }
+        Command::Reproduce { paper: Paper::EcLda { dataset, seeds, rounds, mut parts, data, out, force, threads } } => {
+            use crate::reproduce::EcLdaPart;
+            if parts.is_empty() {
+                parts = vec![EcLdaPart::Table, EcLdaPart::Epochs, EcLdaPart::Clip];
+            }
+            let run = RunOptions { data_dir: data_dir(&data), out: None, force, quiet: true, threads };
+            let t = std::time::Instant::now();
+            let opts = crate::reproduce::EcLdaOptions { dataset, seeds, parts, rounds, run };
+            let dir = crate::reproduce::ec_lda(&opts, out.as_deref(), force)?;
+            print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
+            println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
+            Ok(())
+        }
+        Command::Bench { what: BenchWhat::Attack { data, reps, threads } } => {
+            let dir = data_dir(&data);
+            crate::backend::with_threads(threads, || crate::bench::attack(dir.as_deref(), reps))
         }
         Command::Bench { what: BenchWhat::Data { data, reps } } => crate::bench::data(data_dir(&data).as_deref(), reps),
         Command::Bench { what: BenchWhat::Layout { data, backend, reps, threads } } => {

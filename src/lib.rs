@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod model;
 pub mod partition;
 pub mod presets;
+pub mod reproduce;
 pub mod privacy;
 pub mod results;
 pub mod rng;

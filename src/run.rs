@@ -71,13 +71,17 @@ fn make_split(scenario: &Scenario, dataset: &Dataset, clients: &[Client]) -> Res
             Error::param("split.standard", format!("dataset `{}` ships no standard split; use a random split (standard: false)", dataset.name))
         });
     }
+    let draw = |labels: &[Option<u32>], rng: &mut rng::Rng| match s.normal_below {
+        Some(t) => Split::normal_threshold(labels, t, rng),
+        None => Split::random(labels, s.ratios(), rng),
+    };
     Ok(match s.scope {
-        SplitScope::Global => Split::random(&dataset.labels, s.ratios(), &mut rng::derive(scenario.seed, "split", &[])),
+        SplitScope::Global => draw(&dataset.labels, &mut rng::derive(scenario.seed, "split", &[])),
         SplitScope::PerClient => {
             let mut roles = vec![Role::Unused; dataset.num_nodes()];
             for c in clients {
                 let labels: Vec<Option<u32>> = c.nodes.iter().map(|&v| dataset.labels[v]).collect();
-                let local = Split::random(&labels, s.ratios(), &mut rng::derive(scenario.seed, "split", &[c.id as u64]));
+                let local = draw(&labels, &mut rng::derive(scenario.seed, "split", &[c.id as u64]));
                 for (&v, &r) in c.nodes.iter().zip(&local.roles) {
                     roles[v] = r;
                 }
@@ -171,15 +175,17 @@ pub fn run(scenario: &Scenario, scenario_path: &Path, opts: &RunOptions) -> Resu
     Ok(dir)
 }
 
+/// Per client: the true label counts of its train nodes (what label-inference attacks
+/// are scored against).
+pub fn train_label_truth(p: &Prepared) -> Vec<Vec<usize>> {
+    p.clients.iter().map(|c| p.dataset.label_counts(c.nodes.iter().copied().filter(|&n| p.split.roles[n] == Role::Train))).collect()
+}
+
 /// `metrics.json` of a finished run: the only place where the attacks' inferences meet
 /// the clients' true labels (through `metrics::score_attacks`).
 fn metrics_of(stem: &str, scenario: &Scenario, p: &Prepared, fed: &FedResult, stats: &DatasetStats, train_s: f64, total_ms: f64) -> Metrics {
     let last = fed.rounds.last().expect("at least one round");
-    let truth: Vec<Vec<usize>> = p
-        .clients
-        .iter()
-        .map(|c| p.dataset.label_counts(c.nodes.iter().copied().filter(|&n| p.split.roles[n] == Role::Train)))
-        .collect();
+    let truth = train_label_truth(p);
     let clients = p
         .reports
         .iter()

@@ -213,3 +213,38 @@ fn datasets_command_lists_all_and_data_errors_name_the_file() {
     let o = fgl(&["scenario", "check", scen.to_str().unwrap(), "--data-dir", dir.to_str().unwrap()]);
     assert_clean_failure(&o, &["lastfm", "no node features"]);
 }
+
+#[test]
+fn reproduce_ec_lda_writes_the_shared_csv_contract() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("rep");
+    let args = ["reproduce", "ec-lda", "--dataset", "synthetic", "--seeds", "2", "--rounds", "4", "--part", "table", "--out"];
+    let o = fgl(&[&args[..], &[out.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(out.join("reproduce.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some(fgl_sim::reproduce::CSV_HEADER));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // 3 models × (5 attacks × {cos_sim, js_div} + EC-LDA's test accuracy).
+    assert_eq!(rows.len(), 3 * 11, "{csv}");
+    for r in &rows {
+        assert_eq!(r.len(), 12, "{r:?}");
+        assert_eq!((r[0], r[1], r[2], r[6]), ("ec-lda", "2", "synthetic", "2"));
+        assert!(r[4].starts_with("attack=") && r[4].ends_with(";local_epochs=5;clip=0.01"), "{r:?}");
+        assert!(["cos_sim", "js_div", "test_accuracy"].contains(&r[5]));
+        let (mean, ci): (f64, f64) = (r[7].parse().unwrap(), r[8].parse().unwrap());
+        assert!(mean.is_finite() && ci >= 0.0);
+        // No paper value for this dataset: paper and within stay empty.
+        assert_eq!((r[9], r[10], r[11]), ("", "", ""));
+    }
+    let ec = rows.iter().find(|r| r[3] == "gcn" && r[4].starts_with("attack=ec-lda") && r[5] == "cos_sim").unwrap();
+    assert!(ec[7].parse::<f64>().unwrap() > 0.95, "{ec:?}");
+    assert!(std::fs::read_to_string(out.join("reproduce.md")).unwrap().contains("| 2 | gcn |"));
+    // Never overwritten without --force; bad options fail cleanly.
+    let again = fgl(&[&args[..], &[out.to_str().unwrap()]].concat());
+    assert_clean_failure(&again, &["--force"]);
+    assert_eq!(std::fs::read_to_string(out.join("reproduce.csv")).unwrap(), csv);
+    assert_clean_failure(&fgl(&["reproduce", "ec-lda", "--dataset", "nope", "--out", tmp.path().join("x").to_str().unwrap()]), &["--dataset", "nope"]);
+    assert_clean_failure(&fgl(&["reproduce", "ec-lda", "--seeds", "0", "--out", tmp.path().join("y").to_str().unwrap()]), &["--seeds"]);
+    assert!(!tmp.path().join("x").exists() && !tmp.path().join("y").exists(), "nothing written for bad options");
+}
