@@ -226,18 +226,7 @@ fn ec_lda_recovers_cora_label_distributions_with_gcn() {
         .unwrap()
         .run(s.server().unwrap().as_mut())
         .unwrap();
-    let truth: Vec<Vec<usize>> = p
-        .clients
-        .iter()
-        .map(|c| {
-            p.dataset.label_counts(
-                c.nodes
-                    .iter()
-                    .copied()
-                    .filter(|&n| p.split.roles[n] == fgl_sim::data::Role::Train),
-            )
-        })
-        .collect();
+    let truth = run::train_label_truth(&p);
     let scored = fgl_sim::metrics::score_attacks(
         &r.attack.reports,
         &r.attack.notes,
@@ -282,18 +271,7 @@ fn under_label_ldp_the_attack_recovers_the_labels_clients_trained_on() {
         .unwrap()
         .run(s.server().unwrap().as_mut())
         .unwrap();
-    let truth: Vec<Vec<usize>> = p
-        .clients
-        .iter()
-        .map(|c| {
-            p.dataset.label_counts(
-                c.nodes
-                    .iter()
-                    .copied()
-                    .filter(|&n| p.split.roles[n] == fgl_sim::data::Role::Train),
-            )
-        })
-        .collect();
+    let truth = run::train_label_truth(&p);
     assert_ne!(
         truth, r.trained_label_counts,
         "ε = 2 randomises some labels"
@@ -331,18 +309,7 @@ fn infiltrator_queries_every_train_node_and_beats_the_uniform_guess() {
         .run(s.server().unwrap().as_mut())
         .unwrap();
     assert_eq!(r.threat_model, ThreatModel::QueryAccess);
-    let truth: Vec<Vec<usize>> = p
-        .clients
-        .iter()
-        .map(|c| {
-            p.dataset.label_counts(
-                c.nodes
-                    .iter()
-                    .copied()
-                    .filter(|&n| p.split.roles[n] == fgl_sim::data::Role::Train),
-            )
-        })
-        .collect();
+    let truth = run::train_label_truth(&p);
     let scored = fgl_sim::metrics::score_attacks(
         &r.attack.reports,
         &r.attack.notes,

@@ -21,8 +21,8 @@ use super::AttackRounds;
 use super::gradient::{GradientSource, HEAD_BIAS, HEAD_WEIGHT};
 use crate::error::{Error, Result};
 use crate::fed::{
-    AttackOutput, AttackReport, ClientUpdate, FederationConfig, Inference, RoundContext,
-    ServerContext, ServerStrategy, ThreatModel,
+    AttackOutput, ClientUpdate, FederationConfig, RoundContext, ServerContext, ServerStrategy,
+    ThreatModel,
 };
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -79,7 +79,7 @@ impl ServerStrategy for Ilrg {
     }
 
     fn after_update(&mut self, ctx: &RoundContext, update: &ClientUpdate<'_>) -> Result<()> {
-        if update.samples == 0 || !self.config.rounds.contains(ctx.round, ctx.rounds) {
+        if !self.config.rounds.reads(ctx, update) {
             return Ok(());
         }
         let g = self.config.gradient.read(update)?;
@@ -103,12 +103,8 @@ impl ServerStrategy for Ilrg {
                 }
             })
             .collect();
-        self.output.reports.push(AttackReport {
-            attack: self.name.clone(),
-            round: ctx.round,
-            client: update.client,
-            inference: Inference::LabelDistribution { estimate },
-        });
+        self.output
+            .label_distribution(&self.name, ctx.round, update.client, estimate);
         Ok(())
     }
 

@@ -18,8 +18,8 @@ use serde::{Deserialize, Serialize};
 use super::AttackRounds;
 use crate::error::Result;
 use crate::fed::{
-    AttackOutput, AttackReport, ClientOracle, FederationConfig, Inference, Injection, RoundContext,
-    ServerContext, ServerStrategy, ThreatModel,
+    AttackOutput, ClientOracle, FederationConfig, Injection, RoundContext, ServerContext,
+    ServerStrategy, ThreatModel,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -137,12 +137,8 @@ impl ServerStrategy for Infiltrator {
                 .iter()
                 .map(|&n| n as f64 / targets.len() as f64)
                 .collect();
-            self.output.reports.push(AttackReport {
-                attack: self.name.clone(),
-                round: ctx.round,
-                client,
-                inference: Inference::LabelDistribution { estimate },
-            });
+            self.output
+                .label_distribution(&self.name, ctx.round, client, estimate);
         }
         Ok(())
     }

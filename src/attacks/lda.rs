@@ -22,7 +22,7 @@ use super::gradient::{self, GradientSource};
 use crate::data::{DenseMatrix, Features, Graph};
 use crate::error::{Error, Result};
 use crate::fed::{
-    AttackNote, AttackOutput, AttackReport, ClientUpdate, FederationConfig, Inference, ModelParams, RoundContext, ServerContext, ServerStrategy,
+    AttackNote, AttackOutput, ClientUpdate, FederationConfig, ModelParams, RoundContext, ServerContext, ServerStrategy,
     ThreatModel,
 };
 use crate::rng;
@@ -184,7 +184,7 @@ impl ServerStrategy for Lda {
     }
 
     fn after_update(&mut self, ctx: &RoundContext, update: &ClientUpdate<'_>) -> Result<()> {
-        if update.samples == 0 || !self.config.rounds.contains(ctx.round, ctx.rounds) {
+        if !self.config.rounds.reads(ctx, update) {
             return Ok(());
         }
         let counts = self.infer(ctx.round, update)?;
@@ -193,12 +193,7 @@ impl ServerStrategy for Lda {
             self.note(format!("round {}, client {}: every class estimate was ≤ 0", ctx.round, update.client));
         }
         let estimate = counts.iter().map(|c| if total > 0.0 { c / total } else { 0.0 }).collect();
-        self.output.reports.push(AttackReport {
-            attack: self.name.clone(),
-            round: ctx.round,
-            client: update.client,
-            inference: Inference::LabelDistribution { estimate },
-        });
+        self.output.label_distribution(&self.name, ctx.round, update.client, estimate);
         Ok(())
     }
 

@@ -24,8 +24,8 @@ use super::gradient::{self, GradientSource};
 use super::lda::DummyGraph;
 use crate::error::{Error, Result};
 use crate::fed::{
-    AttackOutput, AttackReport, ClientUpdate, FederationConfig, Inference, RoundContext,
-    ServerContext, ServerStrategy, ThreatModel,
+    AttackOutput, ClientUpdate, FederationConfig, RoundContext, ServerContext, ServerStrategy,
+    ThreatModel,
 };
 use crate::rng;
 
@@ -182,7 +182,7 @@ impl ServerStrategy for LlgStar {
     }
 
     fn after_update(&mut self, ctx: &RoundContext, update: &ClientUpdate<'_>) -> Result<()> {
-        if update.samples == 0 || !self.config.rounds.contains(ctx.round, ctx.rounds) {
+        if !self.config.rounds.reads(ctx, update) {
             return Ok(());
         }
         let classes = self.server.as_ref().expect("setup ran").classes;
@@ -191,12 +191,8 @@ impl ServerStrategy for LlgStar {
         let b = update.samples;
         let counts = predict_counts(&g, impact / b as f64, &offset, b);
         let estimate = counts.iter().map(|&c| c as f64 / b as f64).collect();
-        self.output.reports.push(AttackReport {
-            attack: self.name.clone(),
-            round: ctx.round,
-            client: update.client,
-            inference: Inference::LabelDistribution { estimate },
-        });
+        self.output
+            .label_distribution(&self.name, ctx.round, update.client, estimate);
         Ok(())
     }
 

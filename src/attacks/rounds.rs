@@ -27,6 +27,12 @@ impl AttackRounds {
         }
     }
 
+    /// Whether an attack acting in these rounds reads `update` (a client that trained
+    /// with weight > 0, in an attack round).
+    pub fn reads(&self, ctx: &crate::fed::RoundContext, update: &crate::fed::ClientUpdate<'_>) -> bool {
+        update.samples > 0 && self.contains(ctx.round, ctx.rounds)
+    }
+
     pub fn validate(&self, rounds: usize, field: &str) -> Result<()> {
         match self {
             AttackRounds::Every(0) => Err(Error::param(field, "`every` must be at least 1")),

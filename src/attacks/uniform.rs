@@ -7,10 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AttackRounds;
 use crate::error::Result;
-use crate::fed::{
-    AttackOutput, AttackReport, ClientUpdate, Inference, RoundContext, ServerContext,
-    ServerStrategy,
-};
+use crate::fed::{AttackOutput, ClientUpdate, RoundContext, ServerContext, ServerStrategy};
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -47,15 +44,10 @@ impl ServerStrategy for Uniform {
     }
 
     fn after_update(&mut self, ctx: &RoundContext, update: &ClientUpdate<'_>) -> Result<()> {
-        if update.samples > 0 && self.config.rounds.contains(ctx.round, ctx.rounds) {
-            self.output.reports.push(AttackReport {
-                attack: self.name.clone(),
-                round: ctx.round,
-                client: update.client,
-                inference: Inference::LabelDistribution {
-                    estimate: vec![1.0 / self.classes as f64; self.classes],
-                },
-            });
+        if self.config.rounds.reads(ctx, update) {
+            let estimate = vec![1.0 / self.classes as f64; self.classes];
+            self.output
+                .label_distribution(&self.name, ctx.round, update.client, estimate);
         }
         Ok(())
     }

@@ -184,6 +184,13 @@ pub struct AttackOutput {
     pub notes: Vec<AttackNote>,
 }
 
+impl AttackOutput {
+    /// Record `attack`'s inferred label distribution of `client` in `round`.
+    pub fn label_distribution(&mut self, attack: &str, round: usize, client: usize, estimate: Vec<f64>) {
+        self.reports.push(AttackReport { attack: attack.to_string(), round, client, inference: Inference::LabelDistribution { estimate } });
+    }
+}
+
 /// A caveat one attack adds to its inferences.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AttackNote {
