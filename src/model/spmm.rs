@@ -312,9 +312,10 @@ fn spmm_kernel<T: Real>(
         }
         weights => weights,
     };
-    let job = SpmmJob { x, cols, weights, groups };
+    let tiled = tiles::<T>(weights.heads(), cols, rows, pattern.in_rows(transpose));
+    let job = SpmmJob { x, cols, weights, groups, tiled };
     let per_task = rows_per_task(rows, pattern.len() * cols);
-    if job.tiles(rows, pattern.in_rows(transpose)) {
+    if tiled {
         // Each row is still summed whole by one task, so how rows are dealt out to
         // threads cannot change a bit of the result.
         let per_thread = rows.div_ceil(rayon::current_num_threads()).max(1);
@@ -333,7 +334,7 @@ const BLOCK: usize = 16;
 /// From this many columns, rows are summed edge by edge over their whole width.
 const WIDE: usize = 128;
 
-/// Tiling (see `SpmmJob::tiles`): output at most this large (about half of L2), input at
+/// Tiling (see [`tiles`]): output at most this large (about half of L2), input at
 /// least this large (past L2), input read in blocks of this many bytes.
 const TILE_OUT_BYTES: usize = 384 << 10;
 const TILE_IN_BYTES: usize = 1 << 20;
@@ -345,6 +346,17 @@ struct SpmmJob<'a, T> {
     /// Indexed by position in group order, like `groups.other`.
     weights: Weights<'a, T>,
     groups: &'a Groups,
+    /// Sum source block by source block ([`tiles`]), decided once for the whole product.
+    tiled: bool,
+}
+
+/// Whether to sum a few cache-resident output rows over an input too large for the
+/// cache (the feature-weight gradient `Xᵀ·dY`: 500 rows from PubMed's 19 717) source
+/// block by source block, so that each input row is read from memory once rather than
+/// once per edge.
+fn tiles<T>(heads: usize, cols: usize, out_rows: usize, in_rows: usize) -> bool {
+    let row_bytes = cols * size_of::<T>();
+    heads == 1 && cols >= WIDE && out_rows * row_bytes <= TILE_OUT_BYTES && in_rows * row_bytes >= TILE_IN_BYTES
 }
 
 impl<T: Real> SpmmJob<'_, T> {
@@ -366,24 +378,12 @@ impl<T: Real> SpmmJob<'_, T> {
         self.rows_portable(out, first)
     }
 
-    /// Whether to sum a few cache-resident output rows over an input too large for the
-    /// cache (the feature-weight gradient `Xᵀ·dY`: 500 rows from PubMed's 19 717)
-    /// source block by source block, so that each input row is read from memory once
-    /// rather than once per edge.
-    fn tiles(&self, out_rows: usize, in_rows: usize) -> bool {
-        let row_bytes = self.cols * size_of::<T>();
-        self.weights.heads() == 1
-            && self.cols >= WIDE
-            && out_rows * row_bytes <= TILE_OUT_BYTES
-            && in_rows * row_bytes >= TILE_IN_BYTES
-    }
-
     #[inline(always)]
     fn rows_portable(&self, out: &mut [T], first: usize) {
         let heads = self.weights.heads();
         let head_cols = self.cols / heads;
-        let in_rows = self.x.len() / self.cols;
-        if self.tiles(out.len() / self.cols, in_rows) {
+        if self.tiled {
+            let in_rows = self.x.len() / self.cols;
             // Every row's edges are still taken in group order (a row waits at its first
             // edge past the current block), so the sums match the untiled path bit for bit.
             let mut next: Vec<usize> = (first..first + out.len() / self.cols).map(|r| self.groups.ptr[r]).collect();
