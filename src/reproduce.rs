@@ -18,7 +18,6 @@ use std::time::Instant;
 use rand::Rng as _;
 
 use crate::error::{Error, Result};
-use crate::metrics;
 use crate::results::{self, ResultsDir};
 use crate::rng;
 use crate::run::{self, RunOptions};
@@ -113,14 +112,7 @@ fn run_once(base: &str, overrides: &[String], opts: &RunOptions) -> Result<RunSc
     let scenario = Scenario::parse(base, "reproduce", overrides)?;
     let prepared = run::prepare(&scenario, opts.data_dir.as_deref())?;
     let fed = run::train(&scenario, &prepared, opts)?;
-    let truth = run::train_label_truth(&prepared);
-    let scored = metrics::score_attacks(
-        &fed.attack.reports,
-        &fed.attack.notes,
-        &truth,
-        &fed.trained_label_counts,
-        &fed.rounds,
-    );
+    let scored = run::score_attacks(&prepared, &fed);
     let attacks = scored
         .iter()
         .filter_map(|a| a.mean.map(|m| (a.attack.clone(), m.cos_sim, m.js_nats)))

@@ -181,8 +181,13 @@ pub fn train_label_truth(p: &Prepared) -> Vec<Vec<usize>> {
     p.clients.iter().map(|c| p.dataset.label_counts(c.nodes.iter().copied().filter(|&n| p.split.roles[n] == Role::Train))).collect()
 }
 
-/// `metrics.json` of a finished run: the only place where the attacks' inferences meet
-/// the clients' true labels (through `metrics::score_attacks`).
+/// The attacks' inferences of a finished federation scored against the clients' true
+/// train labels (and the labels they trained on): the only place the two meet.
+pub fn score_attacks(p: &Prepared, fed: &FedResult) -> Vec<metrics::AttackMetrics> {
+    metrics::score_attacks(&fed.attack.reports, &fed.attack.notes, &train_label_truth(p), &fed.trained_label_counts, &fed.rounds)
+}
+
+/// `metrics.json` of a finished run.
 fn metrics_of(stem: &str, scenario: &Scenario, p: &Prepared, fed: &FedResult, stats: &DatasetStats, train_s: f64, total_ms: f64) -> Metrics {
     let last = fed.rounds.last().expect("at least one round");
     let truth = train_label_truth(p);
@@ -192,7 +197,7 @@ fn metrics_of(stem: &str, scenario: &Scenario, p: &Prepared, fed: &FedResult, st
         .enumerate()
         .map(|(i, r)| ClientMetrics::new(r.clone(), truth[i].clone(), last.client_test_accuracy[i], fed.privacy[i].clone()))
         .collect();
-    let attacks = metrics::score_attacks(&fed.attack.reports, &fed.attack.notes, &truth, &fed.trained_label_counts, &fed.rounds);
+    let attacks = score_attacks(p, fed);
     let mut stages_run = vec!["data", "split", "partition", "train"];
     if !attacks.is_empty() {
         stages_run.push("scoring");

@@ -15,6 +15,13 @@ fn quickstart(overrides: &[&str]) -> Scenario {
     Scenario::load(Path::new("scenarios/quickstart.yaml"), &o).unwrap()
 }
 
+/// The scenario run with its own attacks as the server.
+fn run_attacks(s: &Scenario, data: Option<&Path>) -> (run::Prepared, fgl_sim::fed::FedResult) {
+    let p = run::prepare(s, data).unwrap();
+    let r = run::federation(s, &p, false).unwrap().run(s.server().unwrap().as_mut()).unwrap();
+    (p, r)
+}
+
 /// Compares, for every update, the gradient recovered from the models with the one the
 /// client computed (it declares gradient access to be handed the latter).
 #[derive(Default)]
@@ -121,12 +128,7 @@ fn the_attack_round_is_undone_and_without_the_attack_nothing_changes() {
     let run_with = |attacks: &str| {
         let mut o: Vec<&str> = base.to_vec();
         o.push(attacks);
-        let s = quickstart(&o);
-        let p = run::prepare(&s, None).unwrap();
-        run::federation(&s, &p, false)
-            .unwrap()
-            .run(s.server().unwrap().as_mut())
-            .unwrap()
+        run_attacks(&quickstart(&o), None).1
     };
     let attacked = run_with("attacks=[{kind: ec-lda, rounds: [2]}]");
     let plain = run_with("attacks=[]");
@@ -202,11 +204,7 @@ fn bad_attack_settings_fail_with_clear_messages() {
         "federation.rounds=2",
         "attacks=[{kind: ec-lda, gradient: exact}]",
     ]);
-    let p = run::prepare(&s, None).unwrap();
-    let r = run::federation(&s, &p, false)
-        .unwrap()
-        .run(s.server().unwrap().as_mut())
-        .unwrap();
+    let r = run_attacks(&s, None).1;
     assert_eq!(r.threat_model, ThreatModel::GradientAccess);
     assert_eq!(r.attack.reports.len(), 5);
 }
@@ -221,19 +219,8 @@ fn ec_lda_recovers_cora_label_distributions_with_gcn() {
         .map(|s| s.to_string())
         .collect();
     let s = Scenario::load(Path::new("scenarios/ec-lda-cora-gcn.yaml"), &o).unwrap();
-    let p = run::prepare(&s, Some(&data)).unwrap();
-    let r = run::federation(&s, &p, false)
-        .unwrap()
-        .run(s.server().unwrap().as_mut())
-        .unwrap();
-    let truth = run::train_label_truth(&p);
-    let scored = fgl_sim::metrics::score_attacks(
-        &r.attack.reports,
-        &r.attack.notes,
-        &truth,
-        &r.trained_label_counts,
-        &r.rounds,
-    );
+    let (p, r) = run_attacks(&s, Some(&data));
+    let scored = run::score_attacks(&p, &r);
     let mean = |name: &str| {
         scored
             .iter()
@@ -266,23 +253,13 @@ fn under_label_ldp_the_attack_recovers_the_labels_clients_trained_on() {
         .map(|s| s.to_string())
         .collect();
     let s = Scenario::load(Path::new("scenarios/quickstart-attack.yaml"), &o).unwrap();
-    let p = run::prepare(&s, None).unwrap();
-    let r = run::federation(&s, &p, false)
-        .unwrap()
-        .run(s.server().unwrap().as_mut())
-        .unwrap();
+    let (p, r) = run_attacks(&s, None);
     let truth = run::train_label_truth(&p);
     assert_ne!(
         truth, r.trained_label_counts,
         "ε = 2 randomises some labels"
     );
-    let scored = fgl_sim::metrics::score_attacks(
-        &r.attack.reports,
-        &r.attack.notes,
-        &truth,
-        &r.trained_label_counts,
-        &r.rounds,
-    );
+    let scored = run::score_attacks(&p, &r);
     let (vs_truth, vs_trained) = (
         scored[0].mean.unwrap(),
         scored[0].mean_vs_trained_labels.unwrap(),
@@ -303,20 +280,10 @@ fn infiltrator_queries_every_train_node_and_beats_the_uniform_guess() {
         "federation.rounds=10",
         "attacks=[infiltrator, {kind: uniform, rounds: last}]",
     ]);
-    let p = run::prepare(&s, None).unwrap();
-    let r = run::federation(&s, &p, false)
-        .unwrap()
-        .run(s.server().unwrap().as_mut())
-        .unwrap();
+    let (p, r) = run_attacks(&s, None);
     assert_eq!(r.threat_model, ThreatModel::QueryAccess);
     let truth = run::train_label_truth(&p);
-    let scored = fgl_sim::metrics::score_attacks(
-        &r.attack.reports,
-        &r.attack.notes,
-        &truth,
-        &r.trained_label_counts,
-        &r.rounds,
-    );
+    let scored = run::score_attacks(&p, &r);
     let infiltrator = scored.iter().find(|a| a.attack == "infiltrator").unwrap();
     assert_eq!(infiltrator.reports.len(), 5);
     assert!(infiltrator.reports.iter().all(|r| r.round == 10));

@@ -92,17 +92,7 @@ impl ServerStrategy for Ilrg {
         };
         let (w, b) = (head(HEAD_WEIGHT)?, head(HEAD_BIAS)?);
         let counts = restore_counts(&g.weight, &g.bias, &w, &b, update.samples);
-        let total: usize = counts.iter().sum();
-        let estimate = counts
-            .iter()
-            .map(|&c| {
-                if total > 0 {
-                    c as f64 / total as f64
-                } else {
-                    0.0
-                }
-            })
-            .collect();
+        let estimate = crate::scoring::normalise(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>());
         self.output
             .label_distribution(&self.name, ctx.round, update.client, estimate);
         Ok(())

@@ -91,6 +91,16 @@ impl DummyGraph {
         let data = (0..k * in_dim).map(|_| normal.sample(rng) as f32).collect();
         Ok((graph, Features::Dense(DenseMatrix { rows: k, cols: in_dim, data })))
     }
+
+    /// A graph drawn from `rng` run through the model `params` by `server`: per dummy
+    /// node i, the head-input sum s_i = Σ_j h_ij and the softmax outputs p_i (row-major,
+    /// `classes` per node). What both Eq. 4 and LLG*'s impact read.
+    pub fn probe(&self, server: &ServerContext, params: &ModelParams, rng: &mut rng::Rng) -> Result<(Vec<f64>, Vec<f64>)> {
+        let (graph, features) = self.generate(server.in_dim, rng)?;
+        let out = server.forward(params, &graph, &features)?;
+        let h = out.head_input.expect("a model with a head returns its input");
+        Ok((to_vec(h.sum_dim(1)), to_vec(softmax(out.logits, 1))))
+    }
 }
 
 pub struct Lda {
@@ -123,10 +133,7 @@ impl Lda {
         if self.probe.as_ref().is_none_or(|pr| pr.round != round || pr.sent != *update.sent) {
             // The same graph for every client of the round: its stream depends on the round only.
             let mut r = rng::derive(server.seed, "attack-dummy-graph", &[round as u64]);
-            let (graph, features) = self.config.dummy.generate(server.in_dim, &mut r)?;
-            let out = server.forward(update.sent, &graph, &features)?;
-            let h = out.head_input.expect("a model with a head returns its input");
-            let (s, p) = (to_vec(h.sum_dim(1)), to_vec(softmax(out.logits, 1)));
+            let (s, p) = self.config.dummy.probe(&server, update.sent, &mut r)?;
             self.probe = Some(Probe { round, sent: update.sent.clone(), s, p });
         }
         let Probe { s, p, .. } = self.probe.as_ref().expect("just built");
@@ -192,7 +199,7 @@ impl ServerStrategy for Lda {
         if total == 0.0 {
             self.note(format!("round {}, client {}: every class estimate was ≤ 0", ctx.round, update.client));
         }
-        let estimate = counts.iter().map(|c| if total > 0.0 { c / total } else { 0.0 }).collect();
+        let estimate = crate::scoring::normalise(&counts);
         self.output.label_distribution(&self.name, ctx.round, update.client, estimate);
         Ok(())
     }

@@ -16,7 +16,6 @@
 
 use std::sync::Arc;
 
-use burn::tensor::activation::softmax;
 use serde::{Deserialize, Serialize};
 
 use super::AttackRounds;
@@ -102,13 +101,7 @@ impl LlgStar {
                 "llg-star-dummy",
                 &[round as u64, client as u64, r as u64],
             );
-            let (graph, features) = self.config.dummy.generate(server.in_dim, &mut stream)?;
-            let out = server.forward(sent, &graph, &features)?;
-            let h = out
-                .head_input
-                .expect("a model with a head returns its input");
-            let s = to_vec(h.sum_dim(1));
-            let p = to_vec(softmax(out.logits, 1));
+            let (s, p) = self.config.dummy.probe(server, sent, &mut stream)?;
             let k = s.len() as f64;
             // g⁽ⁱ⁾_j = (1/K) Σ_n (p_nj − [j = i])·s_n.
             let ps: Vec<f64> = (0..c)
@@ -136,13 +129,6 @@ impl LlgStar {
             offset.into_iter().map(|o| o / denominator).collect(),
         ))
     }
-}
-
-fn to_vec<const D: usize>(t: burn::tensor::Tensor<D>) -> Vec<f64> {
-    t.into_data()
-        .convert::<f64>()
-        .try_into_vec::<f64>()
-        .expect("f64 after convert")
 }
 
 /// LLG's two stages on the row-summed gradient `g` with per-label impact `m` (< 0) and
