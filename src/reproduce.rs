@@ -69,9 +69,14 @@ fn dataset_settings(name: &str) -> (usize, f64, usize) {
     }
 }
 
+/// Whether REPRODUCTION.md has the paper's values for `dataset` (Cora's block).
+fn paper_reports(dataset: &str) -> bool {
+    matches!(dataset, "cora" | "planetoid-cora")
+}
+
 /// Table 2 of the paper (REPRODUCTION.md), Cora: (model, attack) → (cos-sim, JS).
 fn paper_value(dataset: &str, model: &str, attack: &str) -> Option<(f64, f64)> {
-    if !matches!(dataset, "cora" | "planetoid-cora") {
+    if !paper_reports(dataset) {
         return None;
     }
     Some(match (model, attack) {
@@ -99,6 +104,50 @@ struct Cell {
     metric: &'static str,
     values: Vec<f64>,
     paper: Option<f64>,
+}
+
+/// The table's cells in first-seen order; each run adds one value per cell.
+#[derive(Default)]
+struct Cells(Vec<Cell>);
+
+impl Cells {
+    fn push(
+        &mut self,
+        table: &'static str,
+        model: &str,
+        setting: &str,
+        metric: &'static str,
+        value: f64,
+        paper: Option<f64>,
+    ) {
+        let same = |c: &&mut Cell| {
+            c.table == table && c.model == model && c.setting == setting && c.metric == metric
+        };
+        match self.0.iter_mut().find(same) {
+            Some(c) => c.values.push(value),
+            None => self.0.push(Cell {
+                table,
+                model: model.to_string(),
+                setting: setting.to_string(),
+                metric,
+                values: vec![value],
+                paper,
+            }),
+        }
+    }
+
+    /// An attack's cos-sim and JS of one run, with the paper's where it has them.
+    fn scores(
+        &mut self,
+        table: &'static str,
+        model: &str,
+        setting: &str,
+        (cos, js): (f64, f64),
+        paper: (Option<f64>, Option<f64>),
+    ) {
+        self.push(table, model, setting, "cos_sim", cos, paper.0);
+        self.push(table, model, setting, "js_div", js, paper.1);
+    }
 }
 
 /// One federated run: per attack, the mean cos-sim and JS (nats) over its reports, and
@@ -170,27 +219,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
             "split={normal_below: 0.8, scope: per_client}".to_string(),
         ]
     };
-    let mut cells: Vec<Cell> = Vec::new();
-    let mut push = |table: &'static str,
-                    model: &str,
-                    setting: String,
-                    metric: &'static str,
-                    value: f64,
-                    paper: Option<f64>| {
-        match cells.iter_mut().find(|c| {
-            c.table == table && c.model == model && c.setting == setting && c.metric == metric
-        }) {
-            Some(c) => c.values.push(value),
-            None => cells.push(Cell {
-                table,
-                model: model.to_string(),
-                setting,
-                metric,
-                values: vec![value],
-                paper,
-            }),
-        }
-    };
+    let mut cells = Cells::default();
     let mut timings = Vec::new();
     let quiet = RunOptions {
         quiet: true,
@@ -208,20 +237,19 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                         for (attack, cos, js) in &r.attacks {
                             let paper = paper_value(&opts.dataset, model, attack);
                             let setting = format!("attack={attack};local_epochs=5;clip=0.01");
-                            push(
+                            cells.scores(
                                 "2",
                                 model,
-                                setting.clone(),
-                                "cos_sim",
-                                *cos,
-                                paper.map(|p| p.0),
+                                &setting,
+                                (*cos, *js),
+                                (paper.map(|p| p.0), paper.map(|p| p.1)),
                             );
-                            push("2", model, setting, "js_div", *js, paper.map(|p| p.1));
                         }
-                        push(
+                        let setting = "attack=ec-lda;local_epochs=5;clip=0.01";
+                        cells.push(
                             "2",
                             model,
-                            "attack=ec-lda;local_epochs=5;clip=0.01".into(),
+                            setting,
                             "test_accuracy",
                             100.0 * r.test_accuracy,
                             None,
@@ -234,16 +262,10 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                             o.push("attacks=[ec-lda]".into());
                             let r = run_once(base, &o, &quiet)?;
                             let setting = format!("attack=ec-lda;local_epochs={e};clip=0.01");
+                            // The paper: cos-sim "stays 1.000" for every E.
+                            let paper = (paper_reports(&opts.dataset).then_some(1.0), None);
                             for (_, cos, js) in &r.attacks {
-                                push(
-                                    "E-sweep",
-                                    model,
-                                    setting.clone(),
-                                    "cos_sim",
-                                    *cos,
-                                    (opts.dataset == "cora").then_some(1.0),
-                                );
-                                push("E-sweep", model, setting.clone(), "js_div", *js, None);
+                                cells.scores("E-sweep", model, &setting, (*cos, *js), paper);
                             }
                         }
                     }
@@ -261,8 +283,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                                     "attack={attack};local_epochs=5;clip={}",
                                     if c == "null" { "none" } else { c }
                                 );
-                                push("C-sweep", model, setting.clone(), "cos_sim", *cos, None);
-                                push("C-sweep", model, setting, "js_div", *js, None);
+                                cells.scores("C-sweep", model, &setting, (*cos, *js), (None, None));
                             }
                         }
                     }
@@ -286,7 +307,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
         opts.seeds,
         rounds / 2
     );
-    for c in &cells {
+    for c in &cells.0 {
         let (mean, ci) = mean_ci95(&c.values);
         let within = c.paper.map(|p| (mean - p).abs() <= ci + TOLERANCE);
         let paper = c.paper.map_or(String::new(), |p| format!("{p}"));
