@@ -38,8 +38,8 @@ impl GradientSource {
     }
 
     /// Checks at setup: the model has a head, and a recovered gradient is invertible
-    /// under the clients' optimizer. `attack` and `field` name the entry in errors.
-    pub fn check(self, server: &ServerContext, attack: &str, field: &str) -> Result<()> {
+    /// under the clients' optimizer. `attack` (the entry's name) is named in errors.
+    pub fn check(self, server: &ServerContext, attack: &str) -> Result<()> {
         if !server.param_names.iter().any(|n| n == HEAD_WEIGHT) {
             return Err(Error::param(
                 "model.head",
@@ -58,7 +58,7 @@ impl GradientSource {
                 format!("{:?}", t.optimizer).to_lowercase()
             };
             return Err(Error::param(
-                format!("{field}.gradient"),
+                format!("{attack}.gradient"),
                 format!(
                     "clients train with {optimizer}, whose update (θ_sent − θ_returned) is not a multiple of the gradient, so \
                      `gradient: recovered` cannot invert it; train with plain SGD (momentum 0), or use `gradient: exact` \

@@ -65,7 +65,7 @@ impl ServerStrategy for Ilrg {
     }
 
     fn setup(&mut self, server: &Arc<ServerContext>) -> Result<()> {
-        self.config.gradient.check(server, &self.name, &self.name)?;
+        self.config.gradient.check(server, &self.name)?;
         if !server.param_names.iter().any(|n| n == HEAD_BIAS) {
             return Err(Error::param(
                 "model.head",

@@ -175,7 +175,7 @@ impl ServerStrategy for Lda {
     }
 
     fn setup(&mut self, server: &Arc<ServerContext>) -> Result<()> {
-        self.config.gradient.check(server, &self.name, &self.name)?;
+        self.config.gradient.check(server, &self.name)?;
         if self.config.gradient == GradientSource::Exact {
             self.note("reads each client's own averaged gradient (`gradient: exact`): a stronger threat model than a FedAvg server's".into());
         }

@@ -162,7 +162,7 @@ impl ServerStrategy for LlgStar {
     }
 
     fn setup(&mut self, server: &Arc<ServerContext>) -> Result<()> {
-        self.config.gradient.check(server, &self.name, &self.name)?;
+        self.config.gradient.check(server, &self.name)?;
         self.server = Some(server.clone());
         Ok(())
     }

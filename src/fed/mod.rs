@@ -187,18 +187,23 @@ impl Federation {
                 trained[i] += 1;
             }
 
+            // Read off the device only for a server granted the clients' own gradients.
+            let exact: Vec<_> = outcomes
+                .iter()
+                .map(|(_, stats)| stats.head_gradient.as_ref().filter(|_| threat_model >= ThreatModel::GradientAccess).map(|g| g.averaged()))
+                .collect();
             let updates: Vec<ClientUpdate<'_>> = selected
                 .iter()
                 .zip(&sent)
-                .zip(&outcomes)
-                .map(|((&i, sent), (returned, stats))| ClientUpdate {
+                .zip(outcomes.iter().zip(&exact))
+                .map(|((&i, sent), ((returned, _), exact))| ClientUpdate {
                     client: states[i].id,
                     sent,
                     returned,
                     samples: states[i].weight,
                     lr: cfg.train.lr,
                     local_epochs: cfg.train.epochs,
-                    exact_gradient: if threat_model >= ThreatModel::GradientAccess { stats.head_gradient.as_ref() } else { None },
+                    exact_gradient: exact.as_ref(),
                 })
                 .collect();
             for u in &updates {

@@ -180,16 +180,50 @@ pub fn forward_eval(model: &NodeClassifier, data: &ClientTensors) -> Output {
 }
 
 /// What one client's local training reports.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct LocalStats {
     /// Training loss of each epoch (before that epoch's step).
     pub epoch_losses: Vec<f64>,
     /// With model selection: the epoch kept (0-based).
     pub selected_epoch: Option<usize>,
-    /// The linear head's gradient averaged over the round's steps (models with a head).
-    /// Client-side knowledge: a server sees it only under
-    /// [`crate::fed::ThreatModel::GradientAccess`].
-    pub head_gradient: Option<HeadGradient>,
+    /// The linear head's gradient of each step of the round (models with a head), left
+    /// on the device: only a server under [`crate::fed::ThreatModel::GradientAccess`]
+    /// reads it ([`HeadSteps::averaged`]), so no other run pays for copying it out.
+    pub head_gradient: Option<HeadSteps>,
+}
+
+/// A linear head's per-step gradients over one round, as device tensors.
+#[derive(Debug, Clone, Default)]
+pub struct HeadSteps {
+    weight: Vec<Tensor<2>>,
+    bias: Vec<Tensor<1>>,
+    steps: usize,
+}
+
+impl HeadSteps {
+    /// Add one step's gradients (either may be absent: a head without bias).
+    fn add(&mut self, weight: Option<Tensor<2>>, bias: Option<Tensor<1>>) {
+        self.weight.extend(weight);
+        self.bias.extend(bias);
+        self.steps += 1;
+    }
+
+    /// The average over the steps, summed on the host in f64 in step order.
+    pub fn averaged(&self) -> HeadGradient {
+        fn mean<const D: usize>(steps: &[Tensor<D>], n: usize) -> Vec<f64> {
+            let mut acc: Vec<f64> = Vec::new();
+            for t in steps {
+                let values = t.clone().into_data().convert::<f64>().try_into_vec::<f64>().expect("f64 after convert");
+                if acc.is_empty() {
+                    acc.resize(values.len(), 0.0);
+                }
+                acc.iter_mut().zip(values).for_each(|(a, v)| *a += v);
+            }
+            acc.iter_mut().for_each(|v| *v /= n.max(1) as f64);
+            acc
+        }
+        HeadGradient { weight: mean(&self.weight, self.steps), bias: mean(&self.bias, self.steps), steps: self.steps }
+    }
 }
 
 /// A linear head's loss gradient, averaged over the steps of one round.
@@ -199,32 +233,6 @@ pub struct HeadGradient {
     pub weight: Vec<f64>,
     pub bias: Vec<f64>,
     pub steps: usize,
-}
-
-impl HeadGradient {
-    /// Add one step's gradients (either may be absent: a head without bias).
-    fn add(&mut self, weight: Option<Tensor<2>>, bias: Option<Tensor<1>>) {
-        fn into(acc: &mut Vec<f64>, values: Vec<f64>) {
-            if acc.is_empty() {
-                acc.resize(values.len(), 0.0);
-            }
-            acc.iter_mut().zip(values).for_each(|(a, v)| *a += v);
-        }
-        if let Some(w) = weight {
-            into(&mut self.weight, w.into_data().convert::<f64>().try_into_vec::<f64>().expect("f64 after convert"));
-        }
-        if let Some(b) = bias {
-            into(&mut self.bias, b.into_data().convert::<f64>().try_into_vec::<f64>().expect("f64 after convert"));
-        }
-        self.steps += 1;
-    }
-
-    /// Sums → means over the steps.
-    fn averaged(mut self) -> HeadGradient {
-        let n = self.steps.max(1) as f64;
-        self.weight.iter_mut().chain(self.bias.iter_mut()).for_each(|v| *v /= n);
-        self
-    }
 }
 
 /// A fresh optimizer as `cfg` describes it.
@@ -262,7 +270,7 @@ pub fn train_local(
         stats.epoch_losses.push(f64::from(loss.clone().into_scalar::<f32>()));
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         if let Some(head) = &model.head {
-            let g = stats.head_gradient.get_or_insert_with(HeadGradient::default);
+            let g = stats.head_gradient.get_or_insert_with(HeadSteps::default);
             g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|b| grads.get::<1>(b.id)));
         }
         model = optim.step(cfg.lr, model, grads);
@@ -275,7 +283,6 @@ pub fn train_local(
                 }
         }
     }
-    stats.head_gradient = stats.head_gradient.map(HeadGradient::averaged);
     match best {
         Some((_, m)) => (m, stats),
         None => (model, stats),
