@@ -91,8 +91,8 @@ impl Infiltrator {
         }
         let ones = query(1.0)?;
         let change = |c: usize| (-(f64::from(ones[c])).ln()) - (-(f64::from(zero[c])).ln());
-        // The port's rule: the second wins only when its change is strictly larger in size.
-        Ok(if change(first).abs() >= change(second).abs() {
+        // The port's rule, `B if |A| <= |B| else A`: the second also wins a tie.
+        Ok(if change(first).abs() > change(second).abs() {
             first
         } else {
             second
