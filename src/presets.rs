@@ -47,7 +47,12 @@ pub fn builtin(kind: Kind) -> &'static [(&'static str, &'static str)] {
             ("llg-star", include_str!("../attacks/llg-star.yaml")),
             ("infiltrator", include_str!("../attacks/infiltrator.yaml")),
         ],
-        Kind::Defense => &[("none", include_str!("../defenses/none.yaml")), ("ldp-labels", include_str!("../defenses/ldp-labels.yaml"))],
+        Kind::Defense => &[
+            ("none", include_str!("../defenses/none.yaml")),
+            ("ldp-labels", include_str!("../defenses/ldp-labels.yaml")),
+            ("ldp-features", include_str!("../defenses/ldp-features.yaml")),
+            ("lpgnn", include_str!("../defenses/lpgnn.yaml")),
+        ],
     }
 }
 

@@ -95,6 +95,10 @@ fn bad_scenarios_fail_with_one_clear_message() {
         ("bad_epsilon.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: ldp-labels, epsilon: -2}]\n", &["defenses[0].epsilon", "> 0"]),
         ("unknown_defense.yaml", "dataset: {name: synthetic}\ndefenses: [none, {kind: ldp-magic}]\n", &["defenses[1].kind", "ldp-magic", "ldp-labels"]),
         ("missing_preset_file.yaml", "dataset: {name: synthetic}\nattacks: [nowhere.yaml]\n", &["attacks[0]", "nowhere.yaml", "cannot read"]),
+        ("ldp_eps_zero.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: ldp-features, epsilon: 0}]\n", &["defenses[0].epsilon", "> 0"]),
+        ("ldp_eps_nan.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: lpgnn, epsilon_x: .nan, epsilon_y: 1}]\n", &["defenses[0].epsilon_x", "> 0"]),
+        ("lpgnn_negative_kx.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: lpgnn, epsilon_x: 1, epsilon_y: 1, kx: -1}]\n", &["defenses[0].kx"]),
+        ("ldp_unknown_mechanism.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: ldp-features, epsilon: 1, mechanism: rappor}]\n", &["defenses[0].mechanism", "mbm"]),
         ("attack_round_out_of_range.yaml", "dataset: {name: synthetic}\nfederation: {rounds: 4}\nattacks: [{kind: lda, rounds: [5]}]\n", &["attacks[0].rounds", "1..=4"]),
     ];
     for (file, text, needles) in cases {
@@ -108,6 +112,22 @@ fn bad_scenarios_fail_with_one_clear_message() {
         assert!(!out.exists(), "{file}: a failed run must not create its results directory");
         let o = fgl(&["scenario", "check", path.to_str().unwrap()]);
         assert_eq!(o.status.code(), Some(1), "{file}");
+    }
+    // Errors only the clients' data reveals: the run fails before writing anything.
+    let data_cases: &[(&str, &str, &[&str])] = &[
+        (
+            "ldp_m_above_d.yaml",
+            "dataset: {name: synthetic, preprocess: {minmax: true}}\ndefenses: [{kind: ldp-features, epsilon: 1, m: 40}]\n",
+            &["ldp-features", "m = 40", "d = 32"],
+        ),
+        ("ldp_outside_range.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: ldp-features, epsilon: 1}]\n", &["range", "preprocess.minmax: true"]),
+    ];
+    for (file, text, needles) in data_cases {
+        let path = tmp.path().join(file);
+        std::fs::write(&path, text).unwrap();
+        let out = tmp.path().join(format!("out-{file}"));
+        assert_clean_failure(&fgl(&["run", path.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]), needles);
+        assert!(!out.exists(), "{file}: a failed run must not create its results directory");
     }
     // Non-UTF-8 scenario file.
     let path = tmp.path().join("latin1.yaml");

@@ -128,6 +128,15 @@ fn planetoid_pubmed() {
     assert_eq!((s.count(Role::Train), s.count(Role::Val), s.count(Role::Test)), (60, 500, 1000));
 }
 
+/// `pubmed` (LPGNN's name) is the same graph with its features.
+#[test]
+fn pubmed_has_its_features() {
+    let Some(d) = check("pubmed", ex(19717, 44324, 3, 0, (19717, 44324), Some(500), Some(Real), Some(988031), 3, 19717)) else {
+        return;
+    };
+    assert_eq!(d.label_counts(0..d.num_nodes()), vec![4103, 7739, 7875]);
+}
+
 #[test]
 fn dblp() {
     check("dblp", ex(17716, 52867, 0, 0, (16191, 51913), Some(1639), Some(Real), Some(92192), 4, 17716));

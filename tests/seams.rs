@@ -210,7 +210,7 @@ impl ServerStrategy for Prober {
         // The server runs the model on a one-node graph of its own.
         let server = self.server.as_ref().unwrap();
         let x = Features::Dense(DenseMatrix { rows: 1, cols: server.in_dim, data: vec![0.5; server.in_dim] });
-        let out = server.forward(&aggregated, &Graph::empty(1), &x).unwrap();
+        let out = server.forward(&aggregated, &Graph::empty(1), &x, 0).unwrap();
         let probs = burn::tensor::activation::softmax(out.logits, 1);
         self.own_graph_logits.get_or_insert(probs.into_data().convert::<f32>().try_into_vec::<f32>().unwrap());
         self.first_global.get_or_insert(aggregated.clone());

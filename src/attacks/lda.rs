@@ -97,7 +97,7 @@ impl DummyGraph {
     /// `classes` per node). What both Eq. 4 and LLG*'s impact read.
     pub fn probe(&self, server: &ServerContext, params: &ModelParams, rng: &mut rng::Rng) -> Result<(Vec<f64>, Vec<f64>)> {
         let (graph, features) = self.generate(server.in_dim, rng)?;
-        let out = server.forward(params, &graph, &features)?;
+        let out = server.forward(params, &graph, &features, 0)?;
         let h = out.head_input.expect("a model with a head returns its input");
         Ok((to_vec(h.sum_dim(1)), to_vec(softmax(out.logits, 1))))
     }

@@ -36,10 +36,21 @@ pub struct DenseMatrix {
     pub data: Vec<f32>,
 }
 
+/// A dense matrix stored as a sparse one plus one constant added to every entry:
+/// value(r, c) = centered(r, c) + shift. The multi-bit mechanism's output has this
+/// shape (every unsampled coordinate is (α+β)/2, only m of d differ), and keeping it
+/// sparse keeps X·W at O(nnz) instead of O(N·d).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShiftedMatrix {
+    pub centered: CsrMatrix,
+    pub shift: f32,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Features {
     Sparse(CsrMatrix),
     Dense(DenseMatrix),
+    Shifted(ShiftedMatrix),
 }
 
 impl CsrMatrix {
@@ -70,12 +81,14 @@ impl Features {
         match self {
             Features::Sparse(m) => m.rows,
             Features::Dense(m) => m.rows,
+            Features::Shifted(m) => m.centered.rows,
         }
     }
     pub fn cols(&self) -> usize {
         match self {
             Features::Sparse(m) => m.cols,
             Features::Dense(m) => m.cols,
+            Features::Shifted(m) => m.centered.cols,
         }
     }
     /// Number of non-zero values.
@@ -83,6 +96,19 @@ impl Features {
         match self {
             Features::Sparse(m) => m.nnz(),
             Features::Dense(m) => m.data.iter().filter(|&&x| x != 0.0).count(),
+            Features::Shifted(m) if m.shift == 0.0 => m.centered.nnz(),
+            Features::Shifted(m) => {
+                m.centered.rows * m.centered.cols - m.centered.values.iter().filter(|&&v| v + m.shift == 0.0).count()
+            }
+        }
+    }
+
+    /// Values a sparse layout of these features stores (a shifted matrix: the
+    /// centered part's non-zeros).
+    pub fn stored(&self) -> usize {
+        match self {
+            Features::Shifted(m) => m.centered.nnz(),
+            _ => self.nnz(),
         }
     }
     pub fn is_sparse(&self) -> bool {
@@ -100,6 +126,19 @@ impl Features {
             }
             Features::Dense(m) => {
                 for (c, &v) in m.row(r).iter().enumerate() {
+                    if v != 0.0 {
+                        f(c, v);
+                    }
+                }
+            }
+            Features::Shifted(m) => {
+                let (idx, val) = m.centered.row(r);
+                let mut stored = idx.iter().zip(val).peekable();
+                for c in 0..m.centered.cols {
+                    let v = match stored.next_if(|(i, _)| **i as usize == c) {
+                        Some((_, &v)) => v + m.shift,
+                        None => m.shift,
+                    };
                     if v != 0.0 {
                         f(c, v);
                     }
@@ -150,10 +189,13 @@ impl Features {
                 }
                 Features::Dense(DenseMatrix { rows: nodes.len(), cols: m.cols, data })
             }
+            Features::Shifted(m) => {
+                let Features::Sparse(centered) = Features::Sparse(m.centered.clone()).select_rows(nodes) else { unreachable!() };
+                Features::Shifted(ShiftedMatrix { centered, shift: m.shift })
+            }
         }
     }
 
-    /// Dense row-major copy (for model input on small matrices and for tests).
     /// These rows followed by `extra` (dense rows of `cols()` values); the layout
     /// (sparse or dense) is kept.
     pub fn with_rows_appended(&self, extra: &[Vec<f32>]) -> Features {
@@ -180,9 +222,15 @@ impl Features {
                 }
                 Features::Sparse(CsrMatrix { rows: m.rows + extra.len(), cols: m.cols, indptr, indices, values })
             }
+            Features::Shifted(m) => {
+                let centered: Vec<Vec<f32>> = extra.iter().map(|r| r.iter().map(|&v| v - m.shift).collect()).collect();
+                let Features::Sparse(centered) = Features::Sparse(m.centered.clone()).with_rows_appended(&centered) else { unreachable!() };
+                Features::Shifted(ShiftedMatrix { centered, shift: m.shift })
+            }
         }
     }
 
+    /// Dense row-major copy (for model input on small matrices and for tests).
     pub fn to_dense(&self) -> DenseMatrix {
         match self {
             Features::Dense(m) => m.clone(),
@@ -195,6 +243,11 @@ impl Features {
                         row[c as usize] = v;
                     }
                 }
+                d
+            }
+            Features::Shifted(m) => {
+                let mut d = Features::Sparse(m.centered.clone()).to_dense();
+                d.data.iter_mut().for_each(|v| *v += m.shift);
                 d
             }
         }

@@ -12,7 +12,7 @@ pub mod synthetic;
 
 use serde::Serialize;
 
-pub use features::{CsrMatrix, DenseMatrix, FeatureKind, Features};
+pub use features::{CsrMatrix, DenseMatrix, FeatureKind, Features, ShiftedMatrix};
 pub use graph::{BuildReport, Graph};
 pub use split::{Role, Split, SplitRatios};
 

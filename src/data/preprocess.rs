@@ -107,6 +107,7 @@ pub fn group_columns(features: &Features, k: usize) -> Features {
             let values = vec![1.0; indices.len()];
             Features::Sparse(CsrMatrix { rows: m.rows, cols, indptr, indices, values })
         }
+        Features::Shifted(_) => group_columns(&Features::Dense(features.to_dense()), k),
     }
 }
 
@@ -133,6 +134,7 @@ pub fn minmax(features: &Features) -> Features {
             Features::Dense(out)
         }
         Features::Sparse(m) => Features::Sparse(minmax_sparse(m)),
+        Features::Shifted(_) => minmax(&Features::Dense(features.to_dense())),
     }
 }
 

@@ -99,6 +99,12 @@ static KNOWN: &[DatasetSpec] = &[
         missing_features_note: None,
     },
     npz(
+        "pubmed",
+        "planetoid/derived/pubmed.npz",
+        &["planetoid/derived/pubmed.npz"],
+        "PubMed diabetes citations (Planetoid graph with its 500 TF-IDF features): 19717 nodes, 3 classes",
+    ),
+    npz(
         "dblp",
         "graphdata_npz/derived/dblp.npz",
         &["graphdata_npz/derived/dblp.npz"],

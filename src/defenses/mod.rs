@@ -3,7 +3,9 @@
 //! `defenses/`; [`build`] is the only registration point. A defense plays one or more
 //! of the roles of [`crate::fed::client`]: data transform, loss, local trainer.
 
+pub mod ldp_features;
 pub mod ldp_labels;
+pub mod lpgnn;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +22,11 @@ pub enum DefenseSpec {
     /// k-ary randomized response on the train and validation labels, optionally with
     /// the forward-corrected loss.
     LdpLabels(ldp_labels::LdpLabelsConfig),
+    /// LPGNN's feature mechanisms (multi-bit, one-bit, Laplace, analytic Gaussian) on
+    /// every node's features, after an optional feature baseline.
+    LdpFeatures(ldp_features::LdpFeaturesConfig),
+    /// The LPGNN pipeline: feature and label LDP, KProp_x, and the Drop loss.
+    Lpgnn(lpgnn::LpgnnConfig),
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -34,6 +41,8 @@ impl DefenseSpec {
         Ok(match self {
             DefenseSpec::None(_) => None,
             DefenseSpec::LdpLabels(c) => Some(c.build(name)),
+            DefenseSpec::LdpFeatures(c) => Some(c.build(name)?),
+            DefenseSpec::Lpgnn(c) => Some(c.build(name)?),
         })
     }
 }

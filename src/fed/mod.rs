@@ -302,7 +302,7 @@ impl ClientOracle for Oracle<'_> {
         let edges = local.graph.edges().chain(injection.links.iter().map(|&(i, v)| (n + i, v)));
         let (graph, _) = Graph::from_edges(n + m, edges, "oracle")?;
         let features = local.features.with_rows_appended(&injection.features);
-        let out = self.server.forward(self.global, &graph, &features)?;
+        let out = self.server.forward(self.global, &graph, &features, local.feature_kprop)?;
         let probs = burn::tensor::activation::softmax(out.logits, 1);
         let [_, c] = probs.dims();
         let values = probs.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 probabilities");

@@ -120,8 +120,10 @@ impl ServerContext {
     }
 
     /// Evaluation forward pass (no dropout) of the model `params` on a graph the server
-    /// built itself. `features` must have `in_dim` columns and one row per node.
-    pub fn forward(&self, params: &ModelParams, graph: &Graph, features: &Features) -> Result<Output> {
+    /// built itself. `features` must have `in_dim` columns and one row per node;
+    /// `input_kprop` KProp rounds are applied to them on top of the model's own (a
+    /// client's graph queried under LPGNN's KProp_x).
+    pub fn forward(&self, params: &ModelParams, graph: &Graph, features: &Features, input_kprop: usize) -> Result<Output> {
         if features.cols() != self.in_dim || features.rows() != graph.num_nodes() {
             return Err(crate::error::Error::Other(format!(
                 "server forward pass: features are {}×{}, expected {}×{} (nodes × model input)",
@@ -133,7 +135,7 @@ impl ServerContext {
         }
         let g = GraphTensors::new(graph, &self.device)?;
         let x = NodeInput::from_features(features, self.model.first_width(self.classes), &self.device);
-        Ok(self.model(params).forward(&x, &g))
+        Ok(self.model(params).forward_with(&x, &g, input_kprop, None))
     }
 }
 

@@ -154,16 +154,19 @@ impl NodeClassifier {
 
     /// Evaluation forward pass (no dropout).
     pub fn forward(&self, input: &NodeInput, graph: &GraphTensors) -> Output {
-        self.run(input, graph, None)
+        self.forward_with(input, graph, 0, None)
     }
 
     /// Training forward pass: dropout masks drawn from `rng` (derive it from seed,
     /// client and round so that runs repeat exactly).
     pub fn forward_train(&self, input: &NodeInput, graph: &GraphTensors, rng: &mut Rng) -> Output {
-        self.run(input, graph, Some(rng))
+        self.forward_with(input, graph, 0, Some(rng))
     }
 
-    fn run(&self, input: &NodeInput, graph: &GraphTensors, mut rng: Option<&mut Rng>) -> Output {
+    /// Forward pass on an input whose holder asked for `input_kprop` more KProp rounds
+    /// on its features (a client-side defense such as LPGNN's KProp_x), on top of the
+    /// model's own `kprop_steps`; training mode (dropout) when `rng` is given.
+    pub fn forward_with(&self, input: &NodeInput, graph: &GraphTensors, input_kprop: usize, mut rng: Option<&mut Rng>) -> Output {
         assert_eq!(
             input.num_nodes(),
             graph.num_nodes(),
@@ -179,7 +182,7 @@ impl NodeClassifier {
                 Some(prev) => conv.transform(&NodeInput::Dense(prev)),
             };
             if i == 0 {
-                h = conv.kprop(h, graph, self.kprop_steps);
+                h = conv.kprop(h, graph, self.kprop_steps + input_kprop);
             }
             let mut out = conv.aggregate(h, graph, rng.as_deref_mut());
             if i + 1 < depth || self.head.is_some() {

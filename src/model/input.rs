@@ -42,7 +42,7 @@ impl InputLayout {
     pub fn for_strategy(features: &Features, width: usize, strategy: Strategy) -> InputLayout {
         const DENSE_NS: f64 = 0.04;
         let entries = features.rows() * features.cols();
-        let nnz = features.nnz();
+        let nnz = features.stored();
         if entries == 0 {
             return InputLayout::Dense;
         }
@@ -59,12 +59,14 @@ impl InputLayout {
 
 /// Non-zeros of an `rows × cols` matrix as edges column → row with their values
 /// (`None` when every value is 1, as in bag-of-words features: the per-non-zero
-/// multiply and its gradient are then skipped).
+/// multiply and its gradient are then skipped), plus a constant `shift` added to every
+/// entry (a [`Features::Shifted`] matrix): X·W = X₀·W + shift·1·(1ᵀW).
 #[derive(Debug, Clone)]
 pub struct SparseInput {
     nonzeros: Edges,
     values: Option<Tensor<2>>,
     cols: usize,
+    shift: f32,
 }
 
 /// Model input: node features on a device.
@@ -100,9 +102,17 @@ impl NodeInput {
                 NodeInput::Dense(Tensor::from_data(TensorData::new(dense.data, [n, d]), options))
             }
             InputLayout::Sparse => {
+                let centered;
+                let (stored, shift) = match features {
+                    Features::Shifted(m) => {
+                        centered = Features::Sparse(m.centered.clone());
+                        (&centered, m.shift)
+                    }
+                    other => (other, 0.0),
+                };
                 let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
                 for r in 0..n {
-                    features.for_each_nonzero(r, |c, v| {
+                    stored.for_each_nonzero(r, |c, v| {
                         rows.push(r as u32);
                         cols.push(c as u32);
                         vals.push(f64::from(v));
@@ -112,6 +122,7 @@ impl NodeInput {
                     nonzeros: Edges::new(&cols, &rows, d, n, &options),
                     values: (!vals.iter().all(|&v| v == 1.0)).then(|| column(&vals, &options)),
                     cols: d,
+                    shift,
                 })
             }
         }
@@ -148,7 +159,11 @@ impl NodeInput {
         assert_eq!(d, self.dim(), "input has {} features, weight expects {d}", self.dim());
         match self {
             NodeInput::Dense(x) => x.clone().matmul(w),
-            NodeInput::Sparse(s) => s.nonzeros.propagate(w, s.values.as_ref()),
+            NodeInput::Sparse(s) if s.shift == 0.0 => s.nonzeros.propagate(w, s.values.as_ref()),
+            NodeInput::Sparse(s) => {
+                let offset = w.clone().sum_dim(0).mul_scalar(s.shift);
+                s.nonzeros.propagate(w, s.values.as_ref()) + offset
+            }
         }
     }
 }

@@ -1,10 +1,21 @@
 //! Privacy mechanisms and their accounting, as plain functions of (input, ε, rng) that
 //! defenses reuse. What a defense spends is recorded per client as a [`PrivacyCost`].
+//!
+//! - [`rr`]: k-ary randomized response (labels)
+//! - [`multibit`]: LPGNN's multi-bit mechanism on feature rows ("mbm", "1bm")
+//! - [`laplace`]: LPGNN's Laplace mechanism on feature rows ("lpm")
+//! - [`gaussian`]: LPGNN's analytic Gaussian mechanism on feature rows ("agm")
 
+pub mod gaussian;
+pub mod laplace;
+pub mod multibit;
 pub mod rr;
 
 use serde::{Deserialize, Serialize};
 
+pub use gaussian::{AnalyticGaussian, analytic_gaussian_sigma};
+pub use laplace::Laplace;
+pub use multibit::{MultiBit, optimal_m};
 pub use rr::RandomizedResponse;
 
 /// A privacy budget ε > 0; ∞ switches a mechanism off. In YAML: a number, `.inf` or

@@ -68,6 +68,26 @@ mod tests {
         assert!(RandomizedResponse::new(1, Epsilon(1.0)).is_err());
     }
 
+    /// ε-LDP, computed exactly: for every reported value, the probability ratio between
+    /// any two true values is at most e^ε, and p/q reaches it.
+    #[test]
+    fn probability_ratio_is_at_most_e_to_the_eps() {
+        for (k, eps) in [(2, 0.5), (7, 1.0), (7, 3.0), (40, 0.1)] {
+            let rr = RandomizedResponse::new(k, Epsilon(eps)).unwrap();
+            let p = rr.transition_matrix();
+            let mut worst: f64 = 0.0;
+            for out in 0..k {
+                for a in 0..k {
+                    for b in 0..k {
+                        worst = worst.max(p[a * k + out] / p[b * k + out]);
+                    }
+                }
+            }
+            assert!(worst <= eps.exp() * (1.0 + 1e-12), "k={k} ε={eps}: {worst}");
+            assert!((worst - eps.exp()).abs() < 1e-9 * eps.exp(), "k={k} ε={eps}: the bound is reached");
+        }
+    }
+
     /// Empirical transition frequencies from n = 60 000 draws per true value against
     /// P, each within 5 binomial standard deviations (a false alarm has probability
     /// below 1e-5 over the 16 cells).

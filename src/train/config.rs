@@ -12,6 +12,20 @@ pub enum OptimizerKind {
     Adam,
 }
 
+/// Which epoch's model a client keeps at the end of a round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Selection {
+    /// The last epoch's.
+    #[default]
+    Last,
+    /// The epoch with the lowest validation loss.
+    ValLoss,
+    /// LPGNN's rule (its `trainer.py`): lower validation loss, and validation and train
+    /// accuracy both higher but capped by what the noisy labels allow.
+    Lpgnn,
+}
+
 /// Local (client-side) training.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -22,8 +36,9 @@ pub struct TrainConfig {
     pub weight_decay: f64,
     /// Full-batch epochs per round (E).
     pub epochs: usize,
-    /// Keep, per client and round, the epoch with the lowest validation loss.
-    pub select_best_val: bool,
+    /// Which epoch's model each client keeps, per round: `last`, `val-loss` (lowest
+    /// validation loss) or `lpgnn` (LPGNN's published rule).
+    pub selection: Selection,
     /// Keep each client's optimizer state (momentum, Adam moments) from one round to
     /// the next instead of starting fresh; with one client (centralized) this is plain
     /// uninterrupted training.
@@ -38,7 +53,7 @@ impl Default for TrainConfig {
             momentum: 0.0,
             weight_decay: 5e-4,
             epochs: 5,
-            select_best_val: false,
+            selection: Selection::Last,
             keep_optimizer_state: false,
         }
     }

@@ -15,7 +15,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 
 pub mod config;
 
-pub use config::{OptimizerKind, TrainConfig};
+pub use config::{OptimizerKind, Selection, TrainConfig};
 
 use crate::data::{Dataset, Features, Graph, Role, Split};
 use crate::error::Result;
@@ -33,6 +33,14 @@ pub struct LocalData {
     pub labels: Vec<Option<u32>>,
     pub roles: Vec<Role>,
     pub classes: usize,
+    /// How the labels as held relate to the true ones, when a defense randomised them:
+    /// P[true][held], `classes × classes` row-major (`None`: clean labels). Defenses
+    /// that randomise labels compose their matrix onto it; losses that correct for
+    /// label noise read it.
+    pub label_transition: Option<Vec<f64>>,
+    /// KProp rounds a defense asked for on the features over this client's graph
+    /// (LPGNN's KProp_x), applied in the model's first layer on top of its own.
+    pub feature_kprop: usize,
 }
 
 impl LocalData {
@@ -45,7 +53,22 @@ impl LocalData {
             labels: client.nodes.iter().map(|&v| dataset.labels[v]).collect(),
             roles: split.restrict(&client.nodes).roles,
             classes: dataset.num_classes(),
+            label_transition: None,
+            feature_kprop: 0,
         })
+    }
+
+    /// Record that the labels were randomised once more with transition matrix `p`
+    /// (P[held before][held after]): the recorded matrix becomes P_before · p.
+    pub fn compose_label_transition(&mut self, p: &[f64]) {
+        let k = self.classes;
+        assert_eq!(p.len(), k * k, "label transition matrix of {k} classes");
+        self.label_transition = Some(match &self.label_transition {
+            None => p.to_vec(),
+            Some(before) => {
+                (0..k * k).map(|ij| (0..k).map(|l| before[ij / k * k + l] * p[l * k + ij % k]).sum()).collect()
+            }
+        });
     }
 
     pub fn count(&self, role: Role) -> usize {
@@ -99,6 +122,12 @@ pub struct ClientTensors {
     pub val: NodeSet,
     pub test: NodeSet,
     pub classes: usize,
+    /// [`LocalData::feature_kprop`].
+    pub input_kprop: usize,
+    /// P[y][y] of the labels as held (1 for clean labels; the randomized-response keep
+    /// probability): the highest accuracy the held labels allow, which LPGNN's model
+    /// selection caps train and validation accuracy by.
+    pub label_keep: f64,
 }
 
 impl ClientTensors {
@@ -112,6 +141,8 @@ impl ClientTensors {
             val: NodeSet::new(data, Role::Val, device),
             test: NodeSet::new(data, Role::Test, device),
             classes: data.classes,
+            input_kprop: data.feature_kprop,
+            label_keep: data.label_transition.as_ref().map_or(1.0, |p| p[0]),
         })
     }
 }
@@ -122,6 +153,13 @@ pub trait Loss: Send + Sync {
     /// Scalar loss of a forward pass over the client's training nodes (`None` if the
     /// client has none).
     fn loss(&self, out: &Output, data: &ClientTensors) -> Option<Tensor<1>>;
+
+    /// Mean validation loss of an evaluation pass, for model selection (`None` without
+    /// validation nodes). Cross-entropy on the labels as held unless the loss knows
+    /// better (forward correction validates on the corrected probabilities).
+    fn val_loss(&self, out: &Output, data: &ClientTensors) -> Option<f64> {
+        evaluate_set(&out.logits, &data.val).mean_loss()
+    }
 }
 
 /// Mean cross-entropy over the training nodes (PyTorch's `cross_entropy`).
@@ -176,7 +214,14 @@ pub fn evaluate_set(logits: &Tensor<2>, set: &NodeSet) -> Eval {
 
 /// Evaluation forward pass (no dropout, no autodiff graph).
 pub fn forward_eval(model: &NodeClassifier, data: &ClientTensors) -> Output {
-    model.valid().forward(&data.input, &data.graph)
+    model.valid().forward_with(&data.input, &data.graph, data.input_kprop, None)
+}
+
+/// Fraction of `set` whose arg-max logit is the label (`None` for an empty set).
+pub fn accuracy(logits: &Tensor<2>, set: &NodeSet) -> Option<f64> {
+    let (idx, y) = set.index.as_ref()?;
+    let pred = logits.clone().select(0, idx.clone()).argmax(1).squeeze_dim::<1>(1);
+    Some(pred.equal(y.clone()).int().sum().into_scalar::<i64>() as f64 / set.len as f64)
 }
 
 /// What one client's local training reports.
@@ -251,9 +296,8 @@ pub fn optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
 }
 
 /// `cfg.epochs` full-batch epochs on `data` starting from `model` (which must live on an
-/// autodiff device), stepping `optim`. Dropout masks come from `rng`. With
-/// `cfg.select_best_val`, the model of the epoch with the lowest validation loss is
-/// returned.
+/// autodiff device), stepping `optim`. Dropout masks come from `rng`. The model
+/// returned is the one `cfg.selection` keeps (the last one by default).
 pub fn train_local(
     mut model: NodeClassifier,
     data: &ClientTensors,
@@ -263,29 +307,83 @@ pub fn train_local(
     rng: &mut Rng,
 ) -> (NodeClassifier, LocalStats) {
     let mut stats = LocalStats::default();
-    let mut best: Option<(f64, NodeClassifier)> = None;
+    let mut selector = Selector::new(cfg.selection, data.label_keep);
+    let mut best: Option<NodeClassifier> = None;
     for epoch in 0..cfg.epochs {
-        let out = model.forward_train(&data.input, &data.graph, rng);
+        let out = model.forward_with(&data.input, &data.graph, data.input_kprop, Some(&mut *rng));
         let Some(loss) = loss_fn.loss(&out, data) else { break };
         stats.epoch_losses.push(f64::from(loss.clone().into_scalar::<f32>()));
+        // LPGNN measures train accuracy on the training pass itself (dropout on).
+        let train_acc = (cfg.selection == Selection::Lpgnn).then(|| accuracy(&out.logits, &data.train)).flatten();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         if let Some(head) = &model.head {
             let g = stats.head_gradient.get_or_insert_with(HeadSteps::default);
             g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|b| grads.get::<1>(b.id)));
         }
         model = optim.step(cfg.lr, model, grads);
-        if cfg.select_best_val {
-            let val = evaluate_set(&forward_eval(&model, data).logits, &data.val).mean_loss();
-            if let Some(v) = val
-                && best.as_ref().is_none_or(|(b, _)| v < *b) {
-                    best = Some((v, model.clone()));
-                    stats.selected_epoch = Some(epoch);
-                }
+        if cfg.selection != Selection::Last {
+            let eval = forward_eval(&model, data);
+            let score = EpochScore {
+                val_loss: loss_fn.val_loss(&eval, data),
+                val_acc: (cfg.selection == Selection::Lpgnn).then(|| accuracy(&eval.logits, &data.val)).flatten(),
+                train_acc,
+            };
+            if selector.improves(score) {
+                best = Some(model.clone());
+                stats.selected_epoch = Some(epoch);
+            }
         }
     }
-    match best {
-        Some((_, m)) => (m, stats),
-        None => (model, stats),
+    (best.unwrap_or(model), stats)
+}
+
+/// What model selection looks at after one epoch.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct EpochScore {
+    pub val_loss: Option<f64>,
+    pub val_acc: Option<f64>,
+    /// Accuracy on the training pass of the epoch (before its step, dropout on).
+    pub train_acc: Option<f64>,
+}
+
+/// Keeps the best epoch so far under a [`Selection`] rule.
+#[derive(Debug, Clone)]
+pub struct Selector {
+    rule: Selection,
+    /// LPGNN's cap: P[y][y] of the held labels.
+    max_acc: f64,
+    best: Option<EpochScore>,
+}
+
+impl Selector {
+    pub fn new(rule: Selection, label_keep: f64) -> Selector {
+        Selector { rule, max_acc: label_keep, best: None }
+    }
+
+    /// Whether the epoch scored `s` becomes the best one (and remember it if so).
+    ///
+    /// * `val-loss`: lower validation loss than every earlier epoch.
+    /// * `lpgnn` (LPGNN's `trainer.py`): the first epoch; afterwards one with a lower
+    ///   validation loss, a higher validation accuracy that stays ≤ P[y][y], and a
+    ///   higher train accuracy that stays ≤ 1.05·P[y][y] than the best so far.
+    pub fn improves(&mut self, s: EpochScore) -> bool {
+        let better = match (self.rule, &self.best) {
+            (Selection::Last, _) => false,
+            (Selection::ValLoss, None) => s.val_loss.is_some(),
+            (Selection::ValLoss, Some(b)) => matches!((s.val_loss, b.val_loss), (Some(v), Some(bv)) if v < bv),
+            (Selection::Lpgnn, None) => true,
+            (Selection::Lpgnn, Some(b)) => {
+                let lower = |a: Option<f64>, b: Option<f64>| matches!((a, b), (Some(a), Some(b)) if a < b);
+                let capped = |a: Option<f64>, b: Option<f64>, cap: f64| matches!((a, b), (Some(a), Some(b)) if b < a && a <= cap);
+                lower(s.val_loss, b.val_loss)
+                    && capped(s.val_acc, b.val_acc, self.max_acc)
+                    && capped(s.train_acc, b.train_acc, 1.05 * self.max_acc)
+            }
+        };
+        if better {
+            self.best = Some(s);
+        }
+        better
     }
 }
 
@@ -336,5 +434,52 @@ impl LocalTrainer for FullBatch {
         rng: &mut Rng,
     ) -> (NodeClassifier, LocalStats) {
         train_local(model, data, cfg, loss, optim, rng)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Graph;
+
+    fn score(val_loss: f64, val_acc: f64, train_acc: f64) -> EpochScore {
+        EpochScore { val_loss: Some(val_loss), val_acc: Some(val_acc), train_acc: Some(train_acc) }
+    }
+
+    /// LPGNN's rule on a scripted run with keep probability 0.5 (caps: val 0.5, train
+    /// 0.525): which epochs become "best".
+    #[test]
+    fn lpgnn_selection_rule_on_a_scripted_run() {
+        let mut s = Selector::new(Selection::Lpgnn, 0.5);
+        let epochs = [
+            (score(2.0, 0.10, 0.10), true),   // the first epoch is always kept
+            (score(1.9, 0.20, 0.20), true),   // all three improve
+            (score(1.8, 0.20, 0.30), false),  // val acc not strictly higher
+            (score(1.7, 0.30, 0.20), false),  // train acc lower than the best's (0.20 is not > 0.20)
+            (score(1.95, 0.30, 0.30), false), // val loss higher
+            (score(1.6, 0.55, 0.30), false),  // val acc above the cap 0.5
+            (score(1.6, 0.50, 0.53), false),  // train acc above 1.05 · 0.5
+            (score(1.6, 0.50, 0.525), true),  // both exactly at their caps
+            (score(1.5, 0.45, 0.50), false),  // val acc dropped
+        ];
+        for (i, (e, want)) in epochs.iter().enumerate() {
+            assert_eq!(s.improves(*e), *want, "epoch {i}");
+        }
+        let mut v = Selector::new(Selection::ValLoss, 1.0);
+        let picks: Vec<bool> = [3.0, 2.0, 2.5, 1.0, 1.0].iter().map(|&l| v.improves(score(l, 0.0, 0.0))).collect();
+        assert_eq!(picks, [true, true, false, true, false]);
+        assert!(!Selector::new(Selection::Last, 1.0).improves(score(0.0, 1.0, 1.0)));
+    }
+
+    #[test]
+    fn label_transitions_compose_by_matrix_product() {
+        let (graph, _) = Graph::from_edges(2, [(0, 1)], "t").unwrap();
+        let features = Features::Dense(crate::data::DenseMatrix::zeros(2, 1));
+        let mut d = LocalData { graph, features, labels: vec![Some(0), Some(1)], roles: vec![Role::Train; 2], classes: 2, label_transition: None, feature_kprop: 0 };
+        d.compose_label_transition(&[0.75, 0.25, 0.25, 0.75]);
+        assert_eq!(d.label_transition.as_deref(), Some(&[0.75, 0.25, 0.25, 0.75][..]));
+        d.compose_label_transition(&[0.5, 0.5, 0.0, 1.0]);
+        // [[.75, .25], [.25, .75]] · [[.5, .5], [0, 1]] = [[.375, .625], [.125, .875]]
+        assert_eq!(d.label_transition.as_deref(), Some(&[0.375, 0.625, 0.125, 0.875][..]));
     }
 }

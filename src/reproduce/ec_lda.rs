@@ -1,7 +1,3 @@
-//! `fgl-sim reproduce`: a paper's table as one command. Every reproduction writes the
-//! same two files: `reproduce.md` and `reproduce.csv`, one row per table cell with the
-//! columns of [`CSV_HEADER`] (the contract scripts compare results by).
-//!
 //! `ec-lda`: the EC-LDA paper's Table 2 block for one dataset (EC-LDA, Infiltrator,
 //! iLRG, LLG* and the uniform guess × GCN/GAT/SAGE), the local-epochs sweep E ∈ {1, 3, 5}
 //! and the sweep over the clipping norm C, in the published code's setting (REFERENCE
@@ -11,20 +7,13 @@
 //! the `scenarios/ec-lda-cora-*.yaml` files (embedded), with the dataset's widths,
 //! learning rate and rounds set for other datasets.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rand::Rng as _;
-
+use super::{Cells, PaperValue, Report};
 use crate::error::{Error, Result};
-use crate::results::{self, ResultsDir};
-use crate::rng;
 use crate::run::{self, RunOptions};
 use crate::scenario::Scenario;
-
-/// The columns of `reproduce.csv`, in order.
-pub const CSV_HEADER: &str = "paper,table,dataset,model,setting,metric,runs,ours_mean,ours_ci95,paper_mean,paper_ci95,within";
 
 /// How far our mean may be from the paper's (beyond both 95 % half-widths) and still
 /// count as `within`: the paper prints cos-sim and JS to three decimals.
@@ -53,9 +42,9 @@ pub struct EcLdaOptions {
 
 /// The EC-LDA scenarios per model (also `bench attack`'s workload).
 pub const MODELS: [(&str, &str); 3] = [
-    ("gcn", include_str!("../scenarios/ec-lda-cora-gcn.yaml")),
-    ("gat", include_str!("../scenarios/ec-lda-cora-gat.yaml")),
-    ("sage", include_str!("../scenarios/ec-lda-cora-sage.yaml")),
+    ("gcn", include_str!("../../scenarios/ec-lda-cora-gcn.yaml")),
+    ("gat", include_str!("../../scenarios/ec-lda-cora-gat.yaml")),
+    ("sage", include_str!("../../scenarios/ec-lda-cora-sage.yaml")),
 ];
 
 /// The published code's per-dataset settings: first width, learning rate, rounds.
@@ -96,58 +85,11 @@ fn paper_value(dataset: &str, model: &str, attack: &str) -> Option<(f64, f64)> {
     })
 }
 
-/// One table cell over seeds.
-struct Cell {
-    table: &'static str,
-    model: String,
-    setting: String,
-    metric: &'static str,
-    values: Vec<f64>,
-    paper: Option<f64>,
-}
-
-/// The table's cells in first-seen order; each run adds one value per cell.
-#[derive(Default)]
-struct Cells(Vec<Cell>);
-
-impl Cells {
-    fn push(
-        &mut self,
-        table: &'static str,
-        model: &str,
-        setting: &str,
-        metric: &'static str,
-        value: f64,
-        paper: Option<f64>,
-    ) {
-        let same = |c: &&mut Cell| {
-            c.table == table && c.model == model && c.setting == setting && c.metric == metric
-        };
-        match self.0.iter_mut().find(same) {
-            Some(c) => c.values.push(value),
-            None => self.0.push(Cell {
-                table,
-                model: model.to_string(),
-                setting: setting.to_string(),
-                metric,
-                values: vec![value],
-                paper,
-            }),
-        }
-    }
-
-    /// An attack's cos-sim and JS of one run, with the paper's where it has them.
-    fn scores(
-        &mut self,
-        table: &'static str,
-        model: &str,
-        setting: &str,
-        (cos, js): (f64, f64),
-        paper: (Option<f64>, Option<f64>),
-    ) {
-        self.push(table, model, setting, "cos_sim", cos, paper.0);
-        self.push(table, model, setting, "js_div", js, paper.1);
-    }
+/// An attack's cos-sim and JS of one run, with the paper's where it has them.
+fn scores(cells: &mut Cells, table: &str, model: &str, setting: &str, (cos, js): (f64, f64), paper: (Option<f64>, Option<f64>)) {
+    let value = |m: Option<f64>| m.map(|mean| PaperValue { mean, ci95: None });
+    cells.push(table, model, setting, "cos_sim", cos, value(paper.0));
+    cells.push(table, model, setting, "js_div", js, value(paper.1));
 }
 
 /// One federated run: per attack, the mean cos-sim and JS (nats) over its reports, and
@@ -179,20 +121,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
     if opts.seeds == 0 {
         return Err(Error::param("--seeds", "at least 1 seed is needed"));
     }
-    crate::data::registry::spec(&opts.dataset).ok_or_else(|| {
-        let known: Vec<&str> = crate::data::registry::known()
-            .iter()
-            .map(|s| s.name)
-            .collect();
-        Error::param(
-            "--dataset",
-            format!(
-                "unknown dataset `{}`; known: {}",
-                opts.dataset,
-                known.join(", ")
-            ),
-        )
-    })?;
+    super::check_dataset(&opts.dataset)?;
     let (width, lr, paper_rounds) = dataset_settings(&opts.dataset);
     let rounds = opts.rounds.unwrap_or(paper_rounds);
     if rounds < 2 {
@@ -201,14 +130,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
             format!("{rounds}: at least 2 rounds are needed (the attack runs mid-way)"),
         ));
     }
-    let dir = match out {
-        Some(d) => d.to_path_buf(),
-        None => results::default_dir(
-            Path::new("results"),
-            &format!("reproduce-ec-lda-{}", opts.dataset),
-        ),
-    };
-    let results_dir = ResultsDir::claim(&dir, force)?;
+    let (dir, results_dir) = super::claim(out, &format!("reproduce-ec-lda-{}", opts.dataset), force)?;
     let common = |seed: usize| -> Vec<String> {
         vec![
             format!("seed={seed}"),
@@ -237,7 +159,8 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                         for (attack, cos, js) in &r.attacks {
                             let paper = paper_value(&opts.dataset, model, attack);
                             let setting = format!("attack={attack};local_epochs=5;clip=0.01");
-                            cells.scores(
+                            scores(
+                                &mut cells,
                                 "2",
                                 model,
                                 &setting,
@@ -265,7 +188,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                             // The paper: cos-sim "stays 1.000" for every E.
                             let paper = (paper_reports(&opts.dataset).then_some(1.0), None);
                             for (_, cos, js) in &r.attacks {
-                                cells.scores("E-sweep", model, &setting, (*cos, *js), paper);
+                                scores(&mut cells, "E-sweep", model, &setting, (*cos, *js), paper);
                             }
                         }
                     }
@@ -283,7 +206,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                                     "attack={attack};local_epochs=5;clip={}",
                                     if c == "null" { "none" } else { c }
                                 );
-                                cells.scores("C-sweep", model, &setting, (*cos, *js), (None, None));
+                                scores(&mut cells, "C-sweep", model, &setting, (*cos, *js), (None, None));
                             }
                         }
                     }
@@ -293,90 +216,26 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
         timings.push((*part, t.elapsed().as_secs_f64()));
     }
 
-    let mut csv = String::from(CSV_HEADER);
-    csv.push('\n');
-    let mut md = format!(
+    let intro = format!(
         "# EC-LDA reproduction: {}\n\n{} seed(s) per cell; mean and 95 % bootstrap half-width over seeds. Setting: REFERENCE §1.4 \
          (Fluid communities on the largest connected component, per-client `randn < 0.8` split, {width} → 64 + head, SGD lr {lr}, \
          {rounds} rounds, E = 5, C = 0.01, attack in round {}). JS in nats (range [0, ln 2]). `within`: |ours − paper| ≤ both \
          half-widths + {TOLERANCE}.\n\nIn Table 2 every attack sees the same updates, so iLRG and LLG* read the attack round \
          that EC-LDA scaled to norm C (the published comparison also feeds them that round's gradient); the C-sweep's `clip=none` \
-         row is the passive estimate. Infiltrator queries the final model.\n\n\
-         | table | model | setting | metric | seeds | ours | ± | paper | within |\n|---|---|---|---|---:|---:|---:|---:|---|\n",
+         row is the passive estimate. Infiltrator queries the final model.\n",
         opts.dataset,
         opts.seeds,
         rounds / 2
     );
-    for c in &cells.0 {
-        let (mean, ci) = mean_ci95(&c.values);
-        let within = c.paper.map(|p| (mean - p).abs() <= ci + TOLERANCE);
-        let paper = c.paper.map_or(String::new(), |p| format!("{p}"));
-        let within_s = within.map_or(String::new(), |w| w.to_string());
-        writeln!(
-            csv,
-            // The paper gives means only: `paper_ci95` stays empty.
-            "ec-lda,{},{},{},{},{},{},{mean:.6},{ci:.6},{paper},,{within_s}",
-            c.table,
-            opts.dataset,
-            c.model,
-            c.setting,
-            c.metric,
-            c.values.len(),
-        )
-        .expect("string");
-        writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {mean:.4} | {ci:.4} | {paper} | {within_s} |",
-            c.table,
-            c.model,
-            c.setting,
-            c.metric,
-            c.values.len()
-        )
-        .expect("string");
-    }
-    md.push_str("\nWall time per part (2 threads unless `--threads`):\n\n");
-    for (part, s) in &timings {
-        writeln!(md, "- {part:?}: {s:.1} s").expect("string");
-    }
-    results_dir.write("reproduce.csv", csv.as_bytes())?;
-    results_dir.write("reproduce.md", md.as_bytes())?;
+    let within = |mean: f64, ci: f64, p: &PaperValue| (mean - p.mean).abs() <= ci + TOLERANCE;
+    let report = Report {
+        paper: "ec-lda",
+        dataset: &opts.dataset,
+        cells: &cells,
+        intro,
+        within: &within,
+        timings: timings.iter().map(|(part, s)| (format!("{part:?}"), *s)).collect(),
+    };
+    report.write(&results_dir)?;
     Ok(dir)
-}
-
-/// Mean and the 95 % percentile-bootstrap half-width of the mean (2 000 resamples, a
-/// fixed stream: the same values always give the same interval); 0 for one value.
-pub fn mean_ci95(values: &[f64]) -> (f64, f64) {
-    let n = values.len();
-    let mean = values.iter().sum::<f64>() / n as f64;
-    if n < 2 {
-        return (mean, 0.0);
-    }
-    let mut r = rng::derive(0, "bootstrap", &[n as u64]);
-    let mut means: Vec<f64> = (0..2000)
-        .map(|_| (0..n).map(|_| values[r.random_range(0..n)]).sum::<f64>() / n as f64)
-        .collect();
-    means.sort_by(f64::total_cmp);
-    let (lo, hi) = (means[49], means[1949]);
-    (mean, (hi - lo) / 2.0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bootstrap_half_width() {
-        assert_eq!(mean_ci95(&[0.5]), (0.5, 0.0));
-        assert_eq!(mean_ci95(&[0.3, 0.3, 0.3]), (0.3, 0.0));
-        let (m, ci) = mean_ci95(&[0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]);
-        // σ/√n = 0.5/√8 ≈ 0.177: the 95 % half-width is about 1.96 of that.
-        assert_eq!(m, 0.5);
-        assert!((0.25..=0.45).contains(&ci), "{ci}");
-        assert_eq!(
-            mean_ci95(&[0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]).1,
-            ci,
-            "deterministic"
-        );
-    }
 }

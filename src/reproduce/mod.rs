@@ -1,0 +1,209 @@
+//! `fgl-sim reproduce`: a paper's table as one command. Every reproduction writes the
+//! same two files: `reproduce.md` and `reproduce.csv`, one row per table cell with the
+//! columns of [`CSV_HEADER`] (the contract scripts compare results by):
+//!
+//! - `setting`: the cell's parameters as `key=value` joined by `;`, keys in the order
+//!   of [`SETTING_KEYS`] and only those that apply (∞ written `inf`);
+//! - `metric`: `test_accuracy` (in %), `cos_sim` or `js_div`;
+//! - `paper_mean`, `paper_ci95`, `within`: empty where the paper gives no value.
+//!
+//! One file per paper: [`ec_lda`], [`lpgnn`].
+
+pub mod ec_lda;
+pub mod lpgnn;
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use rand::Rng as _;
+
+pub use ec_lda::{EcLdaOptions, EcLdaPart, MODELS};
+pub use lpgnn::LpgnnOptions;
+
+use crate::error::{Error, Result};
+use crate::results::{self, ResultsDir};
+use crate::rng;
+
+/// The columns of `reproduce.csv`, in order.
+pub const CSV_HEADER: &str = "paper,table,dataset,model,setting,metric,runs,ours_mean,ours_ci95,paper_mean,paper_ci95,within";
+
+/// The keys a `setting` may use, in the order they appear.
+pub const SETTING_KEYS: [&str; 13] =
+    ["features", "mechanism", "method", "eps_x", "eps_y", "eps_a", "eps", "kx", "ky", "attack", "defense", "local_epochs", "clip"];
+
+/// A cell's `setting` from `(key, value)` pairs in any order: sorted into
+/// [`SETTING_KEYS`] order; a key outside it is a programming error.
+pub fn setting(pairs: &[(&str, String)]) -> String {
+    let mut sorted: Vec<&(&str, String)> = pairs.iter().collect();
+    let rank = |k: &str| SETTING_KEYS.iter().position(|&s| s == k).unwrap_or_else(|| panic!("`{k}` is not a setting key"));
+    sorted.sort_by_key(|(k, _)| rank(k));
+    sorted.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(";")
+}
+
+/// ε as a setting value: `inf` for ∞.
+pub fn eps(e: f64) -> String {
+    if e.is_infinite() { "inf".into() } else { format!("{e}") }
+}
+
+/// A published value: the mean and, when the paper prints one, its ± spread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PaperValue {
+    pub mean: f64,
+    pub ci95: Option<f64>,
+}
+
+/// One table cell over runs.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub table: String,
+    pub model: String,
+    pub setting: String,
+    pub metric: &'static str,
+    pub values: Vec<f64>,
+    pub paper: Option<PaperValue>,
+}
+
+/// The table's cells in first-seen order; each run adds one value per cell.
+#[derive(Debug, Default)]
+pub struct Cells(pub Vec<Cell>);
+
+impl Cells {
+    pub fn push(&mut self, table: &str, model: &str, setting: &str, metric: &'static str, value: f64, paper: Option<PaperValue>) {
+        let same = |c: &&mut Cell| c.table == table && c.model == model && c.setting == setting && c.metric == metric;
+        match self.0.iter_mut().find(same) {
+            Some(c) => c.values.push(value),
+            None => self.0.push(Cell {
+                table: table.to_string(),
+                model: model.to_string(),
+                setting: setting.to_string(),
+                metric,
+                values: vec![value],
+                paper,
+            }),
+        }
+    }
+}
+
+/// A finished reproduction, ready to be written.
+pub struct Report<'a> {
+    /// The `paper` column.
+    pub paper: &'static str,
+    pub dataset: &'a str,
+    pub cells: &'a Cells,
+    /// Markdown above the table: title, protocol, what differs from the paper.
+    pub intro: String,
+    /// Whether our mean and half-width agree with the paper's value.
+    pub within: &'a dyn Fn(f64, f64, &PaperValue) -> bool,
+    /// (part, seconds) lines under the table.
+    pub timings: Vec<(String, f64)>,
+}
+
+impl Report<'_> {
+    /// `reproduce.csv` and `reproduce.md`.
+    pub fn render(&self) -> (String, String) {
+        let mut csv = String::from(CSV_HEADER);
+        csv.push('\n');
+        let mut md = self.intro.clone();
+        md.push_str("\n| table | model | setting | metric | runs | ours | ± | paper | ± | within |\n|---|---|---|---|---:|---:|---:|---:|---:|---|\n");
+        for c in &self.cells.0 {
+            let (mean, ci) = mean_ci95(&c.values);
+            let within = c.paper.map(|p| (self.within)(mean, ci, &p));
+            let paper = c.paper.map_or(String::new(), |p| format!("{}", p.mean));
+            let paper_ci = c.paper.and_then(|p| p.ci95).map_or(String::new(), |x| format!("{x}"));
+            let within = within.map_or(String::new(), |w| w.to_string());
+            writeln!(
+                csv,
+                "{},{},{},{},{},{},{},{mean:.6},{ci:.6},{paper},{paper_ci},{within}",
+                self.paper,
+                c.table,
+                self.dataset,
+                c.model,
+                c.setting,
+                c.metric,
+                c.values.len()
+            )
+            .expect("string");
+            writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {mean:.4} | {ci:.4} | {paper} | {paper_ci} | {within} |",
+                c.table,
+                c.model,
+                c.setting,
+                c.metric,
+                c.values.len()
+            )
+            .expect("string");
+        }
+        if !self.timings.is_empty() {
+            md.push_str("\nWall time (2 threads unless `--threads`):\n\n");
+            for (part, s) in &self.timings {
+                writeln!(md, "- {part}: {s:.1} s").expect("string");
+            }
+        }
+        (csv, md)
+    }
+
+    /// Write both files into `dir` (claimed earlier).
+    pub fn write(&self, dir: &ResultsDir) -> Result<()> {
+        let (csv, md) = self.render();
+        dir.write("reproduce.csv", csv.as_bytes())?;
+        dir.write("reproduce.md", md.as_bytes())?;
+        Ok(())
+    }
+}
+
+/// The results directory: `out`, or `results/<stem>-<time>`; claimed (never
+/// overwritten without `force`).
+pub fn claim(out: Option<&Path>, stem: &str, force: bool) -> Result<(PathBuf, ResultsDir)> {
+    let dir = match out {
+        Some(d) => d.to_path_buf(),
+        None => results::default_dir(Path::new("results"), stem),
+    };
+    let claimed = ResultsDir::claim(&dir, force)?;
+    Ok((dir, claimed))
+}
+
+/// A `--dataset` value checked against the registry.
+pub fn check_dataset(name: &str) -> Result<()> {
+    crate::data::registry::spec(name).map(|_| ()).ok_or_else(|| {
+        let known: Vec<&str> = crate::data::registry::known().iter().map(|s| s.name).collect();
+        Error::param("--dataset", format!("unknown dataset `{name}`; known: {}", known.join(", ")))
+    })
+}
+
+/// Mean and the 95 % percentile-bootstrap half-width of the mean (2 000 resamples, a
+/// fixed stream: the same values always give the same interval); 0 for one value.
+pub fn mean_ci95(values: &[f64]) -> (f64, f64) {
+    let n = values.len();
+    let mean = values.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, 0.0);
+    }
+    let mut r = rng::derive(0, "bootstrap", &[n as u64]);
+    let mut means: Vec<f64> = (0..2000).map(|_| (0..n).map(|_| values[r.random_range(0..n)]).sum::<f64>() / n as f64).collect();
+    means.sort_by(f64::total_cmp);
+    let (lo, hi) = (means[49], means[1949]);
+    (mean, (hi - lo) / 2.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bootstrap_half_width() {
+        assert_eq!(mean_ci95(&[0.5]), (0.5, 0.0));
+        assert_eq!(mean_ci95(&[0.3, 0.3, 0.3]), (0.3, 0.0));
+        let (m, ci) = mean_ci95(&[0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]);
+        // σ/√n = 0.5/√8 ≈ 0.177: the 95 % half-width is about 1.96 of that.
+        assert_eq!(m, 0.5);
+        assert!((0.25..=0.45).contains(&ci), "{ci}");
+        assert_eq!(mean_ci95(&[0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]).1, ci, "deterministic");
+    }
+
+    #[test]
+    fn settings_follow_the_contract_order() {
+        let s = setting(&[("ky", "8".into()), ("eps_x", eps(1.0)), ("method", "drop".into()), ("eps_y", eps(f64::INFINITY))]);
+        assert_eq!(s, "method=drop;eps_x=1;eps_y=inf;ky=8");
+    }
+}
