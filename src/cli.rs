@@ -215,6 +215,24 @@ enum BenchWhat {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// LDP figures: perturbation throughput and peak memory of each mechanism on Facebook, and the LPGNN Cora run
+    /// (500 epochs) in seconds, optionally beside the same run in PyG.
+    Privacy {
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Repetitions per perturbation figure (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// LPGNN Cora runs timed.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Worker threads.
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Also run bench/lpgnn_run.py (a PyG port of sisaman/LPGNN) with this Python on the same setting.
+        #[arg(long, value_name = "PYTHON")]
+        compare_pyg: Option<PathBuf>,
+    },
     /// Training figures: ms per epoch (GCN, GraphSAGE, GAT 2 × 16) and seconds per FedAvg
     /// round (10 clients, E = 5) on Cora and a PubMed-sized synthetic graph.
     Train {
@@ -321,6 +339,10 @@ fn dispatch(command: Command) -> Result<()> {
         Command::Bench { what: BenchWhat::Attack { data, reps, threads } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::attack(dir.as_deref(), reps))
+        }
+        Command::Bench { what: BenchWhat::Privacy { data, reps, runs, threads, compare_pyg } } => {
+            let dir = data_dir(&data);
+            crate::backend::with_threads(threads, || crate::bench::privacy(dir.as_deref(), reps, runs, compare_pyg.as_deref()))
         }
         Command::Bench { what: BenchWhat::Data { data, reps } } => crate::bench::data(data_dir(&data).as_deref(), reps),
         Command::Bench { what: BenchWhat::Layout { data, backend, reps, threads } } => {

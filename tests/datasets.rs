@@ -273,7 +273,7 @@ fn student_rgnn() {
 fn registry_lists_every_dataset_and_files_exist() {
     let Some(dir) = common::data_dir() else { return };
     let specs = registry::known();
-    assert_eq!(specs.iter().filter(|s| !s.is_synthetic()).count(), 16);
+    assert_eq!(specs.iter().filter(|s| !s.is_synthetic()).count(), 17);
     for s in specs {
         for f in s.files {
             assert!(dir.join(f).is_file(), "{}: {f} missing", s.name);

@@ -244,10 +244,10 @@ mod tests {
     #[test]
     fn names_are_unique_and_listed() {
         let mut names: Vec<&str> = known().iter().map(|s| s.name).collect();
-        assert_eq!(names.len(), 17);
+        assert_eq!(names.len(), 18);
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 17);
+        assert_eq!(names.len(), 18);
         assert!(known().iter().all(|s| s.is_synthetic() == s.files.is_empty()));
     }
 

@@ -249,12 +249,25 @@ fn dense_row(f: &Features, r: usize, row: &mut [f32]) {
     f.for_each_nonzero(r, |c, v| row[c] = v);
 }
 
-/// The rectified multi-bit output: scale·x* stored sparse, shifted by (α+β)/2.
+/// The rectified multi-bit output: scale·x* stored sparse, shifted by (α+β)/2 (dense
+/// when every coordinate is reported, m = d).
 fn multibit(f: &Features, mbm: &MultiBit, rng: &mut Rng) -> Features {
     let (n, d) = (f.rows(), f.cols());
     let scale = mbm.scale() as f32;
     let mut row = vec![0f32; d];
     let mut bits = Vec::with_capacity(mbm.m());
+    if mbm.m() == d {
+        let mut out = DenseMatrix::zeros(n, d);
+        let offset = mbm.offset() as f32;
+        for r in 0..n {
+            dense_row(f, r, &mut row);
+            mbm.encode(&row, rng, &mut bits);
+            for (o, &(_, b)) in out.row_mut(r).iter_mut().zip(&bits) {
+                *o = scale * f32::from(b) + offset;
+            }
+        }
+        return Features::Dense(out);
+    }
     let mut indptr = Vec::with_capacity(n + 1);
     indptr.push(0);
     let (mut indices, mut values) = (Vec::with_capacity(n * mbm.m()), Vec::with_capacity(n * mbm.m()));

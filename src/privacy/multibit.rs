@@ -115,8 +115,14 @@ impl MultiBit {
     pub fn encode(&self, x: &[f32], rng: &mut Rng, out: &mut Vec<(u32, i8)>) {
         assert_eq!(x.len(), self.d, "the multi-bit mechanism was built for rows of {} features", self.d);
         out.clear();
-        let mut picked = rand::seq::index::sample(rng, self.d, self.m).into_vec();
-        picked.sort_unstable();
+        // m = d (one-bit) samples every coordinate: no draw needed.
+        let picked = if self.m == self.d {
+            (0..self.d).collect()
+        } else {
+            let mut picked = rand::seq::index::sample(rng, self.d, self.m).into_vec();
+            picked.sort_unstable();
+            picked
+        };
         for j in picked {
             let bit = if rng.random::<f64>() < self.plus_probability(f64::from(x[j])) {
                 1
