@@ -17,7 +17,8 @@ Pipeline, as in main.py:
 
 One JSON line per run {"run", "test_acc", "selected_epoch", "seconds"} and a final JSON
 summary {"mean", "ci95" (95% bootstrap half-width, 1000 resamples, seed 12345, as
-LPGNN's confidence_interval), "seconds_per_run", "peak_rss_mb", ...}. A run is timed
+LPGNN's confidence_interval), "seconds_per_run" (mean; median and min also given, the
+box being shared), "peak_rss_mb", ...}. A run is timed
 from after data loading to the end of training (perturbation + model build + epochs).
 
     python bench/lpgnn_run.py --eps-x 1 --eps-y 1 --kx 2 --ky 8 --lr 0.01 --wd 0.001 \
@@ -279,6 +280,7 @@ for run in range(a.runs):
 
 print(json.dumps({"mean": round(float(np.mean(accs)), 4), "ci95": round(float(confidence_interval(accs)), 4),
                   "seconds_per_run": round(float(np.mean(secs)), 3),
+                  "seconds_median": round(float(np.median(secs)), 3), "seconds_min": round(float(np.min(secs)), 3),
                   "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                   "runs": a.runs, "model": a.model, "eps_x": str(a.eps_x) if math.isinf(a.eps_x) else a.eps_x,
                   "eps_y": str(a.eps_y) if math.isinf(a.eps_y) else a.eps_y, "kx": a.kx, "ky": a.ky,

@@ -124,16 +124,7 @@ enum Paper {
         #[arg(long = "part", value_enum)]
         parts: Vec<crate::reproduce::EcLdaPart>,
         #[command(flatten)]
-        data: DataDirArg,
-        /// Results directory (default results/reproduce-ec-lda-<dataset>-<time>).
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// Overwrite a results directory that already holds results.
-        #[arg(long)]
-        force: bool,
-        /// Worker threads (results do not depend on it).
-        #[arg(long)]
-        threads: Option<usize>,
+        common: ReproduceArgs,
     },
     /// LPGNN (Sajadmanesh & Gatica-Perez, CCS 2021): REPRODUCTION.md's table (feature and label LDP, Drop, FC, CE,
     /// rnd/ohd features), centralized as the paper and federated over 10 Louvain clients.
@@ -154,17 +145,30 @@ enum Paper {
         #[arg(long)]
         epochs: Option<usize>,
         #[command(flatten)]
-        data: DataDirArg,
-        /// Results directory (default results/reproduce-lpgnn-<dataset>-<time>).
-        #[arg(long, value_name = "DIR")]
-        out: Option<PathBuf>,
-        /// Overwrite a results directory that already holds results.
-        #[arg(long)]
-        force: bool,
-        /// Worker threads (results do not depend on it).
-        #[arg(long)]
-        threads: Option<usize>,
+        common: ReproduceArgs,
     },
+}
+
+/// What every `reproduce` command takes besides its paper's options.
+#[derive(Args, Debug)]
+struct ReproduceArgs {
+    #[command(flatten)]
+    data: DataDirArg,
+    /// Results directory (default results/reproduce-<paper>-<dataset>-<time>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Overwrite a results directory that already holds results.
+    #[arg(long)]
+    force: bool,
+    /// Worker threads (results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+impl ReproduceArgs {
+    fn run_options(&self) -> RunOptions {
+        RunOptions { data_dir: data_dir(&self.data), out: None, force: self.force, quiet: true, threads: self.threads }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -310,28 +314,26 @@ fn dispatch(command: Command) -> Result<()> {
             let cfg = PartitionConfig { method, clients, delta, alpha, ..PartitionConfig::default() };
             partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
         }
-        Command::Reproduce { paper: Paper::EcLda { dataset, seeds, rounds, mut parts, data, out, force, threads } } => {
+        Command::Reproduce { paper: Paper::EcLda { dataset, seeds, rounds, mut parts, common } } => {
             use crate::reproduce::EcLdaPart;
             if parts.is_empty() {
                 parts = vec![EcLdaPart::Table, EcLdaPart::Epochs, EcLdaPart::Clip];
             }
-            let run = RunOptions { data_dir: data_dir(&data), out: None, force, quiet: true, threads };
             let t = std::time::Instant::now();
-            let opts = crate::reproduce::EcLdaOptions { dataset, seeds, parts, rounds, run };
-            let dir = crate::reproduce::ec_lda::ec_lda(&opts, out.as_deref(), force)?;
+            let opts = crate::reproduce::EcLdaOptions { dataset, seeds, parts, rounds, run: common.run_options() };
+            let dir = crate::reproduce::ec_lda::ec_lda(&opts, common.out.as_deref(), common.force)?;
             print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
             println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
             Ok(())
         }
-        Command::Reproduce { paper: Paper::Lpgnn { dataset, runs, mut settings, cells, epochs, data, out, force, threads } } => {
+        Command::Reproduce { paper: Paper::Lpgnn { dataset, runs, mut settings, cells, epochs, common } } => {
             use crate::reproduce::lpgnn::LpgnnSetting;
             if settings.is_empty() {
                 settings = vec![LpgnnSetting::Centralized, LpgnnSetting::Federated];
             }
-            let run = RunOptions { data_dir: data_dir(&data), out: None, force, quiet: true, threads };
             let t = std::time::Instant::now();
-            let opts = crate::reproduce::LpgnnOptions { dataset, runs, settings, epochs, cells, run };
-            let dir = crate::reproduce::lpgnn::lpgnn(&opts, out.as_deref(), force)?;
+            let opts = crate::reproduce::LpgnnOptions { dataset, runs, settings, epochs, cells, run: common.run_options() };
+            let dir = crate::reproduce::lpgnn::lpgnn(&opts, common.out.as_deref(), common.force)?;
             print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
             println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
             Ok(())

@@ -79,7 +79,8 @@ impl FeatureSource {
     }
 }
 
-fn default_range() -> [f64; 2] {
+/// LPGNN's [α, β]: what min-max scaling produces.
+pub(crate) fn default_range() -> [f64; 2] {
     [0.0, 1.0]
 }
 

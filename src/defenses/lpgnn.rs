@@ -24,7 +24,7 @@ use burn::tensor::activation::softmax;
 use burn::tensor::{Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
-use super::ldp_features::{FeatureSource, LdpFeaturesConfig, Mechanism, PerturbFeatures};
+use super::ldp_features::{FeatureSource, LdpFeaturesConfig, Mechanism, PerturbFeatures, default_range};
 use super::ldp_labels::{ForwardCorrectedLoss, RandomizeLabels};
 use crate::data::Role;
 use crate::error::Result;
@@ -61,10 +61,6 @@ pub struct LpgnnConfig {
     /// [α, β] of the feature mechanism.
     #[serde(default = "default_range")]
     pub range: [f64; 2],
-}
-
-fn default_range() -> [f64; 2] {
-    [0.0, 1.0]
 }
 
 impl LpgnnConfig {
