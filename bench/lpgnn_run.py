@@ -39,6 +39,8 @@ p.add_argument("--eps-y", dest="eps_y", type=float, default=math.inf)
 p.add_argument("--kx", type=int, default=0); p.add_argument("--ky", type=int, default=0)
 p.add_argument("--lr", type=float, default=0.01); p.add_argument("--wd", type=float, default=0.0)
 p.add_argument("--dropout", type=float, default=0.0)
+p.add_argument("--feature", choices=["raw", "rnd", "one", "ohd"], default="raw")
+p.add_argument("--no-forward", dest="forward", action="store_false")  # CE baseline (with --ky 0)
 p.add_argument("--model", choices=["sage", "gcn", "gat"], default="sage")
 p.add_argument("--hidden", type=int, default=16)
 p.add_argument("--epochs", type=int, default=500); p.add_argument("--runs", type=int, default=1)
@@ -105,9 +107,18 @@ class RandomizedResponse:
 
 
 # ---------------------------------------------------------------- transforms.py (main.py's order)
-def perturb(data, eps_x, eps_y):
+def perturb(data, eps_x, eps_y, feature="raw"):
     d = dict(data); d["x"] = data["x"].clone(); d["y"] = data["y"].clone()
-    # FeatureTransform('raw'): identity. FeaturePerturbation('mbm', x_eps, data_range=(0, 1)):
+    # FeatureTransform(feature): rnd / one / ohd (one-hot degree capped at d - 1) replace x.
+    if feature == "rnd":
+        d["x"] = torch.rand_like(d["x"])
+    elif feature == "one":
+        d["x"] = torch.ones_like(d["x"])
+    elif feature == "ohd":
+        n, f = d["x"].shape
+        deg = torch.bincount(d["edge_index"][0], minlength=n).clamp(max=f - 1)
+        d["x"] = F.one_hot(deg, num_classes=f).float()
+    # FeaturePerturbation('mbm', x_eps, data_range=(0, 1)):
     if not math.isinf(eps_x):
         d["x"] = multibit(d["x"], eps_x, *d["data_range"])
     # LabelPerturbation(y_eps)
@@ -270,9 +281,9 @@ data = load_cora()
 accs, secs = [], []
 for run in range(a.runs):
     t = time.perf_counter()
-    d = perturb(data, a.eps_x, a.eps_y)
+    d = perturb(data, a.eps_x, a.eps_y, a.feature)
     model = NodeClassifier(d["x"].shape[1], d["num_classes"], model=a.model, hidden_dim=a.hidden,
-                           dropout=a.dropout, x_steps=a.kx, y_steps=a.ky)
+                           dropout=a.dropout, x_steps=a.kx, y_steps=a.ky, forward_correction=a.forward)
     best = fit(model, d, a.lr, a.wd, a.epochs)
     secs.append(time.perf_counter() - t); accs.append(best["test/acc"])
     print(json.dumps({"run": run, "test_acc": round(best["test/acc"], 4), "selected_epoch": best["epoch"],

@@ -63,6 +63,9 @@ pub struct RoundMetrics {
     pub client_test_accuracy: Vec<Option<f64>>,
     /// Clients that trained this round.
     pub selected: Vec<usize>,
+    /// Per trained client (as `selected`), the local epoch its model selection kept
+    /// (0-based; null under `train.selection: last`).
+    pub selected_epochs: Vec<Option<usize>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -244,6 +247,7 @@ impl Federation {
                 train_loss: if loss_weight > 0.0 { loss_sum / loss_weight } else { f64::NAN },
                 client_test_accuracy: evals.iter().map(Eval::accuracy).collect(),
                 selected: selected.iter().map(|&i| states[i].id).collect(),
+                selected_epochs: outcomes.iter().map(|(_, stats)| stats.selected_epoch).collect(),
             };
             bar.set_message(format!("test acc {:.4}", m.test_accuracy));
             bar.inc(1);
