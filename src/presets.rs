@@ -8,7 +8,8 @@
 //! [`AttackSpec`] / [`DefenseSpec`] (`kind:` picks the variant, unknown fields are
 //! errors with their path). The resolved scenario records the contents, not the names.
 //!
-//! Adding a preset = one YAML file in the folder + one line in [`builtin`].
+//! Adding a preset = one YAML file in the folder + its line in the `attacks!` or
+//! `defenses!` registry (which lists the built-in presets).
 
 use std::path::Path;
 
@@ -38,21 +39,8 @@ impl Kind {
 /// (name, YAML text) of every built-in preset of `kind`.
 pub fn builtin(kind: Kind) -> &'static [(&'static str, &'static str)] {
     match kind {
-        Kind::Attack => &[
-            ("none", include_str!("../attacks/none.yaml")),
-            ("lda", include_str!("../attacks/lda.yaml")),
-            ("ec-lda", include_str!("../attacks/ec-lda.yaml")),
-            ("uniform", include_str!("../attacks/uniform.yaml")),
-            ("ilrg", include_str!("../attacks/ilrg.yaml")),
-            ("llg-star", include_str!("../attacks/llg-star.yaml")),
-            ("infiltrator", include_str!("../attacks/infiltrator.yaml")),
-        ],
-        Kind::Defense => &[
-            ("none", include_str!("../defenses/none.yaml")),
-            ("ldp-labels", include_str!("../defenses/ldp-labels.yaml")),
-            ("ldp-features", include_str!("../defenses/ldp-features.yaml")),
-            ("lpgnn", include_str!("../defenses/lpgnn.yaml")),
-        ],
+        Kind::Attack => crate::attacks::PRESETS,
+        Kind::Defense => crate::defenses::PRESETS,
     }
 }
 

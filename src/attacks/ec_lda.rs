@@ -42,6 +42,15 @@ impl Default for EcLdaConfig {
     }
 }
 
+impl super::AttackConfig for EcLdaConfig {
+    const ACTIVE: bool = true;
+
+    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn crate::fed::ServerStrategy>> {
+        self.validate(federation, field)?;
+        Ok(Box::new(EcLda::new(name, self.clone())))
+    }
+}
+
 impl EcLdaConfig {
     pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
         if let Some(c) = self.clip_norm

@@ -32,6 +32,15 @@ pub struct IlrgConfig {
     pub gradient: GradientSource,
 }
 
+impl super::AttackConfig for IlrgConfig {
+    const ACTIVE: bool = false;
+
+    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn crate::fed::ServerStrategy>> {
+        self.validate(federation, field)?;
+        Ok(Box::new(Ilrg::new(name, self.clone())))
+    }
+}
+
 impl IlrgConfig {
     pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
         self.rounds

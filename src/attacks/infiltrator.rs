@@ -40,6 +40,15 @@ impl Default for InfiltratorConfig {
     }
 }
 
+impl super::AttackConfig for InfiltratorConfig {
+    const ACTIVE: bool = false;
+
+    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn crate::fed::ServerStrategy>> {
+        self.validate(federation, field)?;
+        Ok(Box::new(Infiltrator::new(name, self.clone())))
+    }
+}
+
 impl InfiltratorConfig {
     pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
         self.rounds

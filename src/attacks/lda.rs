@@ -36,6 +36,15 @@ pub struct LdaConfig {
     pub gradient: GradientSource,
 }
 
+impl super::AttackConfig for LdaConfig {
+    const ACTIVE: bool = false;
+
+    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn crate::fed::ServerStrategy>> {
+        self.validate(federation, field)?;
+        Ok(Box::new(Lda::new(name, self.clone())))
+    }
+}
+
 impl LdaConfig {
     pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
         self.rounds.validate(federation.rounds, &format!("{field}.rounds"))?;

@@ -54,6 +54,15 @@ impl Default for LlgStarConfig {
     }
 }
 
+impl super::AttackConfig for LlgStarConfig {
+    const ACTIVE: bool = false;
+
+    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn crate::fed::ServerStrategy>> {
+        self.validate(federation, field)?;
+        Ok(Box::new(LlgStar::new(name, self.clone())))
+    }
+}
+
 impl LlgStarConfig {
     pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
         self.rounds

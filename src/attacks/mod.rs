@@ -1,15 +1,11 @@
 //! Attacks: server strategies that try to learn about the clients' private data from
-//! what a server sees. Each attack is one file here, one variant of [`AttackSpec`] (its
-//! YAML `kind`), and a preset in `attacks/`; [`build`] is the only registration point.
+//! what a server sees. Each attack is one file here (its config implementing
+//! [`AttackConfig`]), a preset in `attacks/`, and one line in the `attacks!` registry
+//! below, which declares its module, its [`AttackSpec`] variant (YAML `kind`) and its
+//! built-in preset.
 
-pub mod ec_lda;
 pub mod gradient;
-pub mod ilrg;
-pub mod infiltrator;
-pub mod lda;
-pub mod llg_star;
 mod rounds;
-pub mod uniform;
 
 use serde::{Deserialize, Serialize};
 
@@ -21,27 +17,15 @@ use crate::fed::{
     ThreatModel,
 };
 
-/// An attack as a preset file or a scenario entry describes it: in YAML, `kind:` (the
-/// variant, kebab-case) beside the variant's parameters (see `presets`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AttackSpec {
-    /// No attack: plain FedAvg.
-    None(NoParams),
-    /// Passive label-distribution inference from the head's update (EC-LDA's estimator
-    /// without embedding compression).
-    Lda(lda::LdaConfig),
-    /// EC-LDA: the same estimate after scaling the broadcast model to a small norm,
-    /// the round discarded afterwards (active).
-    EcLda(ec_lda::EcLdaConfig),
-    /// The uniform guess over the classes: the reference every attack must beat.
-    Uniform(uniform::UniformConfig),
-    /// iLRG (Ma et al.): counts from a linear system on the head's gradients.
-    Ilrg(ilrg::IlrgConfig),
-    /// LLG* (Wainakh et al.): counts from the head's weight gradient with dummy data.
-    LlgStar(llg_star::LlgStarConfig),
-    /// Infiltrator (Meng et al.): label inference by node injection (query access).
-    Infiltrator(infiltrator::InfiltratorConfig),
+/// What an attack's config (its YAML parameters) provides.
+pub trait AttackConfig {
+    /// Whether the attack changes what the server broadcasts or aggregates (at most one
+    /// such attack per scenario; any number of passive ones observe side by side).
+    const ACTIVE: bool;
+
+    /// The attack's server strategy, its parameters checked against the federation's
+    /// settings; `field` names the scenario entry in errors.
+    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn ServerStrategy>>;
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -49,47 +33,67 @@ pub enum AttackSpec {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
-/// A built attack: its strategy, and whether it changes what the server broadcasts
-/// or aggregates (at most one such attack per scenario; any number of passive ones
-/// observe side by side).
+/// A built attack: its strategy, and whether it is active (see
+/// [`AttackConfig::ACTIVE`]).
 pub struct Built {
     pub strategy: Box<dyn ServerStrategy>,
     pub active: bool,
 }
 
-impl AttackSpec {
-    /// The attack's strategy (`None` for `kind: none`), its parameters checked against
-    /// the federation's settings; `field` names the entry in errors. The one place
-    /// that knows every attack.
-    pub fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Option<Built>> {
-        Ok(match self {
-            AttackSpec::None(_) => None,
-            AttackSpec::Lda(c) => {
-                c.validate(federation, field)?;
-                Some(Built { strategy: Box::new(lda::Lda::new(name, c.clone())), active: false })
+/// Declares every attack once: its module, its [`AttackSpec`] variant, its YAML `kind`
+/// and built-in preset `attacks/<kind>.yaml`.
+macro_rules! attacks {
+    ($( $(#[$doc:meta])* $variant:ident($module:ident::$config:ident) = $kind:literal, )*) => {
+        $( pub mod $module; )*
+
+        /// An attack as a preset file or a scenario entry describes it: in YAML, `kind:`
+        /// beside the variant's parameters (see `presets`).
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub enum AttackSpec {
+            /// No attack: plain FedAvg.
+            #[serde(rename = "none")]
+            None(NoParams),
+            $( $(#[$doc])* #[serde(rename = $kind)] $variant($module::$config), )*
+        }
+
+        impl AttackSpec {
+            /// The attack's strategy (`None` for `kind: none`); `field` names the entry in
+            /// errors.
+            pub fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Option<Built>> {
+                Ok(match self {
+                    AttackSpec::None(_) => None,
+                    $( AttackSpec::$variant(c) => Some(Built {
+                        strategy: AttackConfig::build(c, name, federation, field)?,
+                        active: <$module::$config as AttackConfig>::ACTIVE,
+                    }), )*
+                })
             }
-            AttackSpec::EcLda(c) => {
-                c.validate(federation, field)?;
-                Some(Built { strategy: Box::new(ec_lda::EcLda::new(name, c.clone())), active: true })
-            }
-            AttackSpec::Ilrg(c) => {
-                c.validate(federation, field)?;
-                Some(Built { strategy: Box::new(ilrg::Ilrg::new(name, c.clone())), active: false })
-            }
-            AttackSpec::LlgStar(c) => {
-                c.validate(federation, field)?;
-                Some(Built { strategy: Box::new(llg_star::LlgStar::new(name, c.clone())), active: false })
-            }
-            AttackSpec::Infiltrator(c) => {
-                c.validate(federation, field)?;
-                Some(Built { strategy: Box::new(infiltrator::Infiltrator::new(name, c.clone())), active: false })
-            }
-            AttackSpec::Uniform(c) => {
-                c.rounds.validate(federation.rounds, &format!("{field}.rounds"))?;
-                Some(Built { strategy: Box::new(uniform::Uniform::new(name, c.clone())), active: false })
-            }
-        })
-    }
+        }
+
+        /// (kind, YAML text) of every built-in attack preset.
+        pub const PRESETS: &[(&str, &str)] = &[
+            ("none", include_str!("../../attacks/none.yaml")),
+            $( ($kind, include_str!(concat!("../../attacks/", $kind, ".yaml"))), )*
+        ];
+    };
+}
+
+// The registry: adding an attack is its file, its preset and one line here.
+attacks! {
+    /// Passive label-distribution inference from the head's update (EC-LDA's estimator
+    /// without embedding compression).
+    Lda(lda::LdaConfig) = "lda",
+    /// EC-LDA: the same estimate after scaling the broadcast model to a small norm,
+    /// the round discarded afterwards (active).
+    EcLda(ec_lda::EcLdaConfig) = "ec-lda",
+    /// The uniform guess over the classes: the reference every attack must beat.
+    Uniform(uniform::UniformConfig) = "uniform",
+    /// iLRG (Ma et al.): counts from a linear system on the head's gradients.
+    Ilrg(ilrg::IlrgConfig) = "ilrg",
+    /// LLG* (Wainakh et al.): counts from the head's weight gradient with dummy data.
+    LlgStar(llg_star::LlgStarConfig) = "llg-star",
+    /// Infiltrator (Meng et al.): label inference by node injection (query access).
+    Infiltrator(infiltrator::InfiltratorConfig) = "infiltrator",
 }
 
 /// The server for a scenario's attacks (`(name, spec)` in declared order): plain FedAvg

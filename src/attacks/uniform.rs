@@ -22,6 +22,15 @@ pub struct Uniform {
     output: AttackOutput,
 }
 
+impl super::AttackConfig for UniformConfig {
+    const ACTIVE: bool = false;
+
+    fn build(&self, name: &str, federation: &crate::fed::FederationConfig, field: &str) -> Result<Box<dyn ServerStrategy>> {
+        self.rounds.validate(federation.rounds, &format!("{field}.rounds"))?;
+        Ok(Box::new(Uniform::new(name, self.clone())))
+    }
+}
+
 impl Uniform {
     pub fn new(name: &str, config: UniformConfig) -> Uniform {
         Uniform {

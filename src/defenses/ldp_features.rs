@@ -108,8 +108,8 @@ pub struct LdpFeaturesConfig {
     pub m: Option<usize>,
 }
 
-impl LdpFeaturesConfig {
-    pub fn build(&self, name: &str) -> Result<Defense> {
+impl super::DefenseConfig for LdpFeaturesConfig {
+    fn build(&self, name: &str) -> Result<Defense> {
         Ok(Defense::new(name).with_data(PerturbFeatures::new(name, self)?))
     }
 }

@@ -27,10 +27,10 @@ pub struct LdpLabelsConfig {
     pub forward_correction: bool,
 }
 
-impl LdpLabelsConfig {
-    pub fn build(&self, name: &str) -> Defense {
+impl super::DefenseConfig for LdpLabelsConfig {
+    fn build(&self, name: &str) -> Result<Defense> {
         let d = Defense::new(name).with_data(RandomizeLabels { epsilon: self.epsilon });
-        if self.forward_correction { d.with_loss(ForwardCorrection) } else { d }
+        Ok(if self.forward_correction { d.with_loss(ForwardCorrection) } else { d })
     }
 }
 

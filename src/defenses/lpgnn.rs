@@ -63,8 +63,8 @@ pub struct LpgnnConfig {
     pub range: [f64; 2],
 }
 
-impl LpgnnConfig {
-    pub fn build(&self, name: &str) -> Result<Defense> {
+impl super::DefenseConfig for LpgnnConfig {
+    fn build(&self, name: &str) -> Result<Defense> {
         let features = LdpFeaturesConfig {
             epsilon: self.epsilon_x,
             mechanism: self.mechanism,
@@ -81,7 +81,9 @@ impl LpgnnConfig {
         };
         Ok(Defense::new(name).with_data(data).with_loss(DropTransform { ky: self.ky, forward_correction: self.forward_correction }))
     }
+}
 
+impl LpgnnConfig {
     /// The paper's name of this configuration's label method: `drop` (Ky > 0), `fc`
     /// (forward correction only) or `ce` (neither).
     pub fn method(&self) -> &'static str {

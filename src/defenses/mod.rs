@@ -1,32 +1,18 @@
 //! Defenses: what clients do to protect their data from the server. Each defense is
-//! one file here, one variant of [`DefenseSpec`] (its YAML `kind`), and a preset in
-//! `defenses/`; [`build`] is the only registration point. A defense plays one or more
-//! of the roles of [`crate::fed::client`]: data transform, loss, local trainer.
-
-pub mod ldp_features;
-pub mod ldp_labels;
-pub mod lpgnn;
+//! one file here (its config implementing [`DefenseConfig`]), a preset in `defenses/`,
+//! and one line in the `defenses!` registry below, which declares its module, its
+//! [`DefenseSpec`] variant (YAML `kind`) and its built-in preset. A defense plays one or
+//! more of the roles of [`crate::fed::client`]: data transform, loss, local trainer.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::fed::{ClientPipeline, Defense};
 
-/// A defense as a preset file or a scenario entry describes it: in YAML, `kind:` (the
-/// variant, kebab-case) beside the variant's parameters (see `presets`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum DefenseSpec {
-    /// No defense.
-    None(NoParams),
-    /// k-ary randomized response on the train and validation labels, optionally with
-    /// the forward-corrected loss.
-    LdpLabels(ldp_labels::LdpLabelsConfig),
-    /// LPGNN's feature mechanisms (multi-bit, one-bit, Laplace, analytic Gaussian) on
-    /// every node's features, after an optional feature baseline.
-    LdpFeatures(ldp_features::LdpFeaturesConfig),
-    /// The LPGNN pipeline: feature and label LDP, KProp_x, and the Drop loss.
-    Lpgnn(lpgnn::LpgnnConfig),
+/// What a defense's config (its YAML parameters) provides: the roles it plays.
+pub trait DefenseConfig {
+    /// The defense named `name` (as the scenario names it), parameters checked.
+    fn build(&self, name: &str) -> Result<Defense>;
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -34,17 +20,50 @@ pub enum DefenseSpec {
 #[serde(deny_unknown_fields)]
 pub struct NoParams {}
 
-impl DefenseSpec {
-    /// The defense's roles (`None` for `kind: none`). The one place that knows every
-    /// defense.
-    pub fn build(&self, name: &str) -> Result<Option<Defense>> {
-        Ok(match self {
-            DefenseSpec::None(_) => None,
-            DefenseSpec::LdpLabels(c) => Some(c.build(name)),
-            DefenseSpec::LdpFeatures(c) => Some(c.build(name)?),
-            DefenseSpec::Lpgnn(c) => Some(c.build(name)?),
-        })
-    }
+/// Declares every defense once: its module, its [`DefenseSpec`] variant, its YAML
+/// `kind` and built-in preset `defenses/<kind>.yaml`.
+macro_rules! defenses {
+    ($( $(#[$doc:meta])* $variant:ident($module:ident::$config:ident) = $kind:literal, )*) => {
+        $( pub mod $module; )*
+
+        /// A defense as a preset file or a scenario entry describes it: in YAML, `kind:`
+        /// beside the variant's parameters (see `presets`).
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub enum DefenseSpec {
+            /// No defense.
+            #[serde(rename = "none")]
+            None(NoParams),
+            $( $(#[$doc])* #[serde(rename = $kind)] $variant($module::$config), )*
+        }
+
+        impl DefenseSpec {
+            /// The defense's roles (`None` for `kind: none`).
+            pub fn build(&self, name: &str) -> Result<Option<Defense>> {
+                Ok(match self {
+                    DefenseSpec::None(_) => None,
+                    $( DefenseSpec::$variant(c) => Some(DefenseConfig::build(c, name)?), )*
+                })
+            }
+        }
+
+        /// (kind, YAML text) of every built-in defense preset.
+        pub const PRESETS: &[(&str, &str)] = &[
+            ("none", include_str!("../../defenses/none.yaml")),
+            $( ($kind, include_str!(concat!("../../defenses/", $kind, ".yaml"))), )*
+        ];
+    };
+}
+
+// The registry: adding a defense is its file, its preset and one line here.
+defenses! {
+    /// k-ary randomized response on the train and validation labels, optionally with
+    /// the forward-corrected loss.
+    LdpLabels(ldp_labels::LdpLabelsConfig) = "ldp-labels",
+    /// LPGNN's feature mechanisms (multi-bit, one-bit, Laplace, analytic Gaussian) on
+    /// every node's features, after an optional feature baseline.
+    LdpFeatures(ldp_features::LdpFeaturesConfig) = "ldp-features",
+    /// The LPGNN pipeline: feature and label LDP, KProp_x, and the Drop loss.
+    Lpgnn(lpgnn::LpgnnConfig) = "lpgnn",
 }
 
 /// The client pipeline of a scenario's defenses (`(name, spec)` in declared order).
