@@ -138,7 +138,8 @@ enum Paper {
         /// Settings to run (repeatable; default both).
         #[arg(long = "setting", value_enum)]
         settings: Vec<crate::reproduce::lpgnn::LpgnnSetting>,
-        /// Only these cells (repeatable; default all): non-private, x1, x0.01, x1-y1, x1-y2, x1-y0.5, ce, fc, rnd, ohd.
+        /// Only these cells (repeatable; default all): non-private, x1, x0.01, x1-y1, x1-y2, x1-y0.5, ce, fc, rnd, ohd
+        /// (REPRODUCTION.md's), one, 1bm, lpm, agm (no Cora value given).
         #[arg(long = "cell")]
         cells: Vec<String>,
         /// Epochs instead of 500 (a quick look; not the paper's setting).

@@ -71,29 +71,49 @@ pub struct CellSpec {
     /// Short label for `--cells`.
     pub label: &'static str,
     pub features: &'static str,
+    /// Feature mechanism: `mbm`, `1bm`, `lpm` or `agm`.
+    pub mechanism: &'static str,
     pub eps_x: f64,
     pub eps_y: f64,
     /// `lpgnn` (Kx/Ky from steps.csv), `fc` (Ky = 0) or `ce` (Ky = 0, no correction).
     pub method: &'static str,
-    /// REPRODUCTION.md's Cora value (mean, ± spread).
-    pub cora: (f64, Option<f64>),
+    /// REPRODUCTION.md's Cora value (mean, ± spread), where it gives one.
+    pub cora: Option<(f64, Option<f64>)>,
 }
 
 const INF: f64 = f64::INFINITY;
 
-/// REPRODUCTION.md's LPGNN table, in its order.
-pub const CELLS: [CellSpec; 10] = [
-    CellSpec { label: "non-private", features: "raw", eps_x: INF, eps_y: INF, method: "lpgnn", cora: (87.6, None) },
-    CellSpec { label: "x1", features: "raw", eps_x: 1.0, eps_y: INF, method: "lpgnn", cora: (83.9, Some(0.4)) },
-    CellSpec { label: "x0.01", features: "raw", eps_x: 0.01, eps_y: INF, method: "lpgnn", cora: (68.0, Some(2.9)) },
-    CellSpec { label: "x1-y1", features: "raw", eps_x: 1.0, eps_y: 1.0, method: "lpgnn", cora: (69.3, Some(1.2)) },
-    CellSpec { label: "x1-y2", features: "raw", eps_x: 1.0, eps_y: 2.0, method: "lpgnn", cora: (78.4, Some(0.7)) },
-    CellSpec { label: "x1-y0.5", features: "raw", eps_x: 1.0, eps_y: 0.5, method: "lpgnn", cora: (42.9, Some(1.5)) },
-    CellSpec { label: "ce", features: "raw", eps_x: 1.0, eps_y: 1.0, method: "ce", cora: (25.5, Some(1.7)) },
-    CellSpec { label: "fc", features: "raw", eps_x: 1.0, eps_y: 1.0, method: "fc", cora: (37.1, Some(2.5)) },
-    CellSpec { label: "rnd", features: "rnd", eps_x: INF, eps_y: 1.0, method: "lpgnn", cora: (26.4, Some(3.0)) },
-    CellSpec { label: "ohd", features: "ohd", eps_x: INF, eps_y: 1.0, method: "lpgnn", cora: (44.4, Some(3.5)) },
+/// REPRODUCTION.md's LPGNN table, in its order, then the paper's other baselines it
+/// gives no Cora value for: all-ones features, and the one-bit, Laplace and analytic
+/// Gaussian mechanisms in place of multi-bit.
+pub const CELLS: [CellSpec; 14] = [
+    cell("non-private", "raw", "mbm", INF, INF, "lpgnn", Some((87.6, None))),
+    cell("x1", "raw", "mbm", 1.0, INF, "lpgnn", Some((83.9, Some(0.4)))),
+    cell("x0.01", "raw", "mbm", 0.01, INF, "lpgnn", Some((68.0, Some(2.9)))),
+    cell("x1-y1", "raw", "mbm", 1.0, 1.0, "lpgnn", Some((69.3, Some(1.2)))),
+    cell("x1-y2", "raw", "mbm", 1.0, 2.0, "lpgnn", Some((78.4, Some(0.7)))),
+    cell("x1-y0.5", "raw", "mbm", 1.0, 0.5, "lpgnn", Some((42.9, Some(1.5)))),
+    cell("ce", "raw", "mbm", 1.0, 1.0, "ce", Some((25.5, Some(1.7)))),
+    cell("fc", "raw", "mbm", 1.0, 1.0, "fc", Some((37.1, Some(2.5)))),
+    cell("rnd", "rnd", "mbm", INF, 1.0, "lpgnn", Some((26.4, Some(3.0)))),
+    cell("ohd", "ohd", "mbm", INF, 1.0, "lpgnn", Some((44.4, Some(3.5)))),
+    cell("one", "one", "mbm", INF, 1.0, "lpgnn", None),
+    cell("1bm", "raw", "1bm", 1.0, INF, "lpgnn", None),
+    cell("lpm", "raw", "lpm", 1.0, INF, "lpgnn", None),
+    cell("agm", "raw", "agm", 1.0, INF, "lpgnn", None),
 ];
+
+const fn cell(
+    label: &'static str,
+    features: &'static str,
+    mechanism: &'static str,
+    eps_x: f64,
+    eps_y: f64,
+    method: &'static str,
+    cora: Option<(f64, Option<f64>)>,
+) -> CellSpec {
+    CellSpec { label, features, mechanism, eps_x, eps_y, method, cora }
+}
 
 /// (lr, weight decay, dropout).
 type Lwd = (f64, f64, f64);
@@ -188,15 +208,16 @@ fn cell_overrides(dataset: &str, paper: &str, cell: &CellSpec) -> Result<(Vec<St
         format!("model.dropout={dropout}"),
         format!(
             "defenses=[{{kind: lpgnn, epsilon_x: {}, epsilon_y: {}, kx: {kx}, ky: {ky}, forward_correction: {forward}, \
-             mechanism: mbm, features: {}}}]",
+             mechanism: {}, features: {}}}]",
             yaml_eps(cell.eps_x),
             yaml_eps(cell.eps_y),
+            cell.mechanism,
             cell.features
         ),
     ];
     let s = setting(&[
         ("features", cell.features.to_string()),
-        ("mechanism", "mbm".to_string()),
+        ("mechanism", cell.mechanism.to_string()),
         ("method", cell.method.to_string()),
         ("eps_x", eps(cell.eps_x)),
         ("eps_y", eps(cell.eps_y)),
@@ -278,7 +299,8 @@ pub fn lpgnn(opts: &LpgnnOptions, out: Option<&Path>, force: bool) -> Result<Pat
         for cell in &chosen {
             let (base, setting) = cell_overrides(&opts.dataset, paper, cell)?;
             // REPRODUCTION.md gives Cora's centralized values only.
-            let value = (paper == "cora" && s == LpgnnSetting::Centralized).then_some(PaperValue { mean: cell.cora.0, ci95: cell.cora.1 });
+            let value =
+                cell.cora.filter(|_| paper == "cora" && s == LpgnnSetting::Centralized).map(|(mean, ci95)| PaperValue { mean, ci95 });
             for seed in 0..opts.runs {
                 let mut o = base.clone();
                 o.push(format!("seed={seed}"));
