@@ -192,6 +192,9 @@ struct Prober {
     oracle_answer: Option<Vec<f32>>,
     server: Option<Arc<ServerContext>>,
     first_global: Option<ModelParams>,
+    /// Client 2's data, known to the test (not to the server): to check the oracle's
+    /// answer against a forward pass on the client's whole graph.
+    client2: Option<LocalData>,
 }
 
 impl ServerStrategy for Prober {
@@ -227,7 +230,20 @@ impl ServerStrategy for Prober {
             self.oracle_answer = Some(oracle.query(2, &injection).unwrap().remove(0));
             // Linked to a node of the client, it sees the client's graph.
             let linked = Injection { links: vec![(0, 0)], ..injection.clone() };
-            assert_ne!(oracle.query(2, &linked).unwrap()[0], self.oracle_answer.clone().unwrap());
+            let answer = oracle.query(2, &linked).unwrap().remove(0);
+            assert_ne!(answer, self.oracle_answer.clone().unwrap());
+            // The oracle answers from the injected node's neighbourhood only; the answer
+            // is the one the client's whole graph gives.
+            if let Some(local) = &self.client2 {
+                let edges = local.graph.edges().chain([(n, 0)]);
+                let (g, _) = Graph::from_edges(n + 1, edges, "test").unwrap();
+                let x = local.features.with_rows_appended(&injection.features);
+                let server = self.server.as_ref().unwrap();
+                let out = server.forward(self.first_global.as_ref().unwrap(), &g, &x, 0).unwrap();
+                let probs = burn::tensor::activation::softmax(out.logits, 1).into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+                let c = answer.len();
+                assert_eq!(answer, probs[n * c..(n + 1) * c].to_vec(), "oracle vs whole graph");
+            }
             assert!(oracle.query(2, &Injection { links: vec![(0, n)], ..injection }).is_err());
         }
         Ok(())
@@ -243,7 +259,8 @@ fn the_server_runs_the_model_and_queries_only_when_it_declares_so() {
     assert_eq!((honest.queries, r.threat_model), (0, ThreatModel::HonestButCurious));
     assert!(honest.own_graph_logits.is_some());
 
-    let mut querying = Prober { declare_query: true, ..Default::default() };
+    let client2 = LocalData::of_client(&p.dataset, &p.clients[2], &p.split).unwrap();
+    let mut querying = Prober { declare_query: true, client2: Some(client2), ..Default::default() };
     let r2 = run::federation(&s, &p, false).unwrap().run(&mut querying).unwrap();
     assert_eq!((querying.queries, r2.threat_model), (2, ThreatModel::QueryAccess));
     // Querying does not change training.

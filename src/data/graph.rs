@@ -165,6 +165,34 @@ impl Graph {
         (Self::from_unique_pairs(nodes.len(), &pairs), cut)
     }
 
+    /// Nodes within `hops` edges of any of `seeds` (the seeds included), in ascending id
+    /// order.
+    pub fn within_hops(&self, seeds: impl IntoIterator<Item = usize>, hops: usize) -> Vec<usize> {
+        let mut seen = vec![false; self.num_nodes()];
+        let mut frontier: Vec<usize> = Vec::new();
+        for v in seeds {
+            if !seen[v] {
+                seen[v] = true;
+                frontier.push(v);
+            }
+        }
+        for _ in 0..hops {
+            let mut next = Vec::new();
+            for &v in &frontier {
+                for &w in self.neighbors(v) {
+                    if !std::mem::replace(&mut seen[w as usize], true) {
+                        next.push(w as usize);
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        (0..self.num_nodes()).filter(|&v| seen[v]).collect()
+    }
+
     /// Connected-component id of every node (ids 0.. in order of first node) and the
     /// number of components.
     pub fn connected_components(&self) -> (Vec<u32>, usize) {
@@ -243,5 +271,16 @@ mod tests {
         assert_eq!(sub.num_nodes(), 4);
         assert_eq!(sub.edges().collect::<Vec<_>>(), vec![(0, 2), (1, 3)]);
         assert_eq!(cut, 3); // 5-3, 1-0, 4-3
+    }
+
+    #[test]
+    fn nodes_within_hops_of_seeds() {
+        // Path 0–1–2–3–4 and the separate edge 5–6.
+        let (g, _) = Graph::from_edges(7, [(0, 1), (1, 2), (2, 3), (3, 4), (5, 6)], "t").unwrap();
+        assert_eq!(g.within_hops([2], 0), vec![2]);
+        assert_eq!(g.within_hops([2], 1), vec![1, 2, 3]);
+        assert_eq!(g.within_hops([0], 3), vec![0, 1, 2, 3]);
+        assert_eq!(g.within_hops([0, 5], 1), vec![0, 1, 5, 6]);
+        assert_eq!(g.within_hops([4], 10), vec![0, 1, 2, 3, 4]);
     }
 }
