@@ -9,16 +9,17 @@
 use burn::tensor::{Device, TensorCreationOptions};
 
 use super::support::*;
+use crate::data::{Features, ShiftedMatrix};
 use crate::model::config::{Arch, ModelConfig};
 use crate::model::graph_tensors::GraphTensors;
 use crate::model::input::{InputLayout, NodeInput};
 use crate::model::Conv;
 use crate::model::propagate::Strategy;
 
-fn run(device: &Device, arch: Arch, layout: InputLayout, strategy: Strategy) -> (Vec<f64>, Vec<f64>) {
+fn run(device: &Device, arch: Arch, layout: InputLayout, strategy: Strategy, features: &Features) -> (Vec<f64>, Vec<f64>) {
     let plain = TensorCreationOptions::new(device.clone());
     let g = GraphTensors::new(&tiny_graph(), plain.clone()).unwrap().with_strategy(strategy);
-    let x = NodeInput::with_layout(&sparse_features(3, 6, 20, 0.3), layout, plain).with_strategy(strategy);
+    let x = NodeInput::with_layout(features, layout, plain).with_strategy(strategy);
     let c = ModelConfig { arch, heads: 4, kprop_steps: 2, head: true, dropout: 0.0, ..ModelConfig::default() };
     let m = c.init(20, 3, 11, &device.clone().autodiff()).unwrap();
     let logits = m.forward(&x, &g).logits;
@@ -42,11 +43,15 @@ fn wgpu_matches_cpu() {
         }
     };
     assert_eq!(Strategy::for_device(&gpu), Strategy::Elements);
-    for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+    let sparse = sparse_features(3, 6, 20, 0.3);
+    // The multi-bit mechanism's output: sparse plus a constant (X·W = X₀·W + shift·1ᵀW).
+    let Features::Sparse(centered) = sparse.clone() else { panic!("sparse features") };
+    let shifted = Features::Shifted(ShiftedMatrix { centered, shift: 0.5 });
+    for (arch, features) in [Arch::Gcn, Arch::Sage, Arch::Gat].into_iter().flat_map(|a| [(a, &sparse), (a, &shifted)]) {
         for layout in [InputLayout::Dense, InputLayout::Sparse] {
-            let (cpu_out, cpu_grad) = run(&cpu(), arch, layout, Strategy::Rows);
+            let (cpu_out, cpu_grad) = run(&cpu(), arch, layout, Strategy::Rows, features);
             for strategy in [Strategy::Rows, Strategy::Elements] {
-                let (gpu_out, gpu_grad) = run(&gpu, arch, layout, strategy);
+                let (gpu_out, gpu_grad) = run(&gpu, arch, layout, strategy, features);
                 for (what, a, b) in [("logits", &cpu_out, &gpu_out), ("gradient", &cpu_grad, &gpu_grad)] {
                     let scale = a.iter().fold(1e-3f64, |m, v| m.max(v.abs()));
                     let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale;
