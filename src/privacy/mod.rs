@@ -2,6 +2,7 @@
 //! defenses reuse. What a defense spends is recorded per client as a [`PrivacyCost`].
 //!
 //! - [`rr`]: k-ary randomized response (labels)
+//! - [`rr_prior`]: RR-with-prior (Ghazi et al., label-DP): RR on the prior's top-k classes
 //! - [`multibit`]: LPGNN's multi-bit mechanism on feature rows ("mbm", "1bm")
 //! - [`laplace`]: LPGNN's Laplace mechanism on feature rows ("lpm")
 //! - [`gaussian`]: LPGNN's analytic Gaussian mechanism on feature rows ("agm")
@@ -10,6 +11,7 @@ pub mod gaussian;
 pub mod laplace;
 pub mod multibit;
 pub mod rr;
+pub mod rr_prior;
 
 use serde::{Deserialize, Serialize};
 
