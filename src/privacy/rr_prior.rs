@@ -144,10 +144,10 @@ mod tests {
             let m = RrWithPrior::new(Epsilon(eps));
             for prior in &priors {
                 let d: Vec<Vec<f64>> = (0..4).map(|y| m.output_distribution(prior, y).unwrap()).collect();
-                for o in 0..4 {
-                    for a in 0..4 {
-                        for b in 0..4 {
-                            assert!(d[a][o] <= eps.exp() * d[b][o] + 1e-12, "ε={eps} prior={prior:?} o={o} y={a} vs {b}");
+                for (a, da) in d.iter().enumerate() {
+                    for (b, db) in d.iter().enumerate() {
+                        for (o, (pa, pb)) in da.iter().zip(db).enumerate() {
+                            assert!(*pa <= eps.exp() * pb + 1e-12, "ε={eps} prior={prior:?} o={o} y={a} vs {b}");
                         }
                     }
                 }
