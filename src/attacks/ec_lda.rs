@@ -45,14 +45,11 @@ impl Default for EcLdaConfig {
 impl super::AttackConfig for EcLdaConfig {
     const ACTIVE: bool = true;
 
-    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn crate::fed::ServerStrategy>> {
-        self.validate(federation, field)?;
-        Ok(Box::new(EcLda::new(name, self.clone())))
+    fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {
+        Box::new(EcLda::new(name, self.clone()))
     }
-}
 
-impl EcLdaConfig {
-    pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
+    fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
         if let Some(c) = self.clip_norm
             && !(c > 0.0 && c.is_finite())
         {
@@ -63,7 +60,9 @@ impl EcLdaConfig {
         }
         self.estimator().validate(federation, field)
     }
+}
 
+impl EcLdaConfig {
     fn estimator(&self) -> LdaConfig {
         LdaConfig {
             rounds: self.rounds.clone(),

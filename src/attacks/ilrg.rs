@@ -35,14 +35,11 @@ pub struct IlrgConfig {
 impl super::AttackConfig for IlrgConfig {
     const ACTIVE: bool = false;
 
-    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn crate::fed::ServerStrategy>> {
-        self.validate(federation, field)?;
-        Ok(Box::new(Ilrg::new(name, self.clone())))
+    fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {
+        Box::new(Ilrg::new(name, self.clone()))
     }
-}
 
-impl IlrgConfig {
-    pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
+    fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
         self.rounds
             .validate(federation.rounds, &format!("{field}.rounds"))
     }

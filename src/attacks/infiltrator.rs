@@ -43,14 +43,11 @@ impl Default for InfiltratorConfig {
 impl super::AttackConfig for InfiltratorConfig {
     const ACTIVE: bool = false;
 
-    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn crate::fed::ServerStrategy>> {
-        self.validate(federation, field)?;
-        Ok(Box::new(Infiltrator::new(name, self.clone())))
+    fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {
+        Box::new(Infiltrator::new(name, self.clone()))
     }
-}
 
-impl InfiltratorConfig {
-    pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
+    fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
         self.rounds
             .validate(federation.rounds, &format!("{field}.rounds"))?;
         if !(self.margin >= 1.0 && self.margin.is_finite()) {

@@ -39,14 +39,11 @@ pub struct LdaConfig {
 impl super::AttackConfig for LdaConfig {
     const ACTIVE: bool = false;
 
-    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn crate::fed::ServerStrategy>> {
-        self.validate(federation, field)?;
-        Ok(Box::new(Lda::new(name, self.clone())))
+    fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {
+        Box::new(Lda::new(name, self.clone()))
     }
-}
 
-impl LdaConfig {
-    pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
+    fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
         self.rounds.validate(federation.rounds, &format!("{field}.rounds"))?;
         self.dummy.validate(&format!("{field}.dummy"))
     }

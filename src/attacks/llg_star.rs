@@ -57,14 +57,11 @@ impl Default for LlgStarConfig {
 impl super::AttackConfig for LlgStarConfig {
     const ACTIVE: bool = false;
 
-    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn crate::fed::ServerStrategy>> {
-        self.validate(federation, field)?;
-        Ok(Box::new(LlgStar::new(name, self.clone())))
+    fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {
+        Box::new(LlgStar::new(name, self.clone()))
     }
-}
 
-impl LlgStarConfig {
-    pub fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
+    fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()> {
         self.rounds
             .validate(federation.rounds, &format!("{field}.rounds"))?;
         if !(1..=1000).contains(&self.repeats) {

@@ -23,9 +23,12 @@ pub trait AttackConfig {
     /// such attack per scenario; any number of passive ones observe side by side).
     const ACTIVE: bool;
 
-    /// The attack's server strategy, its parameters checked against the federation's
-    /// settings; `field` names the scenario entry in errors.
-    fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Box<dyn ServerStrategy>>;
+    /// Check the parameters against the federation's settings; `field` names the
+    /// scenario entry in errors.
+    fn validate(&self, federation: &FederationConfig, field: &str) -> Result<()>;
+
+    /// The attack's server strategy (parameters already checked).
+    fn strategy(&self, name: &str) -> Box<dyn ServerStrategy>;
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -62,10 +65,10 @@ macro_rules! attacks {
             pub fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Option<Built>> {
                 Ok(match self {
                     AttackSpec::None(_) => None,
-                    $( AttackSpec::$variant(c) => Some(Built {
-                        strategy: AttackConfig::build(c, name, federation, field)?,
-                        active: <$module::$config as AttackConfig>::ACTIVE,
-                    }), )*
+                    $( AttackSpec::$variant(c) => {
+                        AttackConfig::validate(c, federation, field)?;
+                        Some(Built { strategy: AttackConfig::strategy(c, name), active: <$module::$config as AttackConfig>::ACTIVE })
+                    } )*
                 })
             }
         }

@@ -25,9 +25,12 @@ pub struct Uniform {
 impl super::AttackConfig for UniformConfig {
     const ACTIVE: bool = false;
 
-    fn build(&self, name: &str, federation: &crate::fed::FederationConfig, field: &str) -> Result<Box<dyn ServerStrategy>> {
-        self.rounds.validate(federation.rounds, &format!("{field}.rounds"))?;
-        Ok(Box::new(Uniform::new(name, self.clone())))
+    fn validate(&self, federation: &crate::fed::FederationConfig, field: &str) -> Result<()> {
+        self.rounds.validate(federation.rounds, &format!("{field}.rounds"))
+    }
+
+    fn strategy(&self, name: &str) -> Box<dyn ServerStrategy> {
+        Box::new(Uniform::new(name, self.clone()))
     }
 }
 
