@@ -62,6 +62,50 @@ impl CsrMatrix {
     pub fn nnz(&self) -> usize {
         self.values.len()
     }
+
+    /// Rows `nodes`, in that order.
+    pub fn select_rows(&self, nodes: &[usize]) -> CsrMatrix {
+        let mut indptr = Vec::with_capacity(nodes.len() + 1);
+        indptr.push(0);
+        let (mut indices, mut values) = (Vec::new(), Vec::new());
+        for &r in nodes {
+            let (i, v) = self.row(r);
+            indices.extend_from_slice(i);
+            values.extend_from_slice(v);
+            indptr.push(indices.len());
+        }
+        CsrMatrix { rows: nodes.len(), cols: self.cols, indptr, indices, values }
+    }
+
+    /// These rows followed by `extra` (dense rows of `cols` values, each value minus
+    /// `minus` before it is stored; zeros stay implicit).
+    fn with_rows_appended(&self, extra: &[Vec<f32>], minus: f32) -> CsrMatrix {
+        let (mut indptr, mut indices, mut values) = (self.indptr.clone(), self.indices.clone(), self.values.clone());
+        for r in extra {
+            assert_eq!(r.len(), self.cols, "appended row width");
+            for (j, &v) in r.iter().enumerate() {
+                if v - minus != 0.0 {
+                    indices.push(j as u32);
+                    values.push(v - minus);
+                }
+            }
+            indptr.push(indices.len());
+        }
+        CsrMatrix { rows: self.rows + extra.len(), cols: self.cols, indptr, indices, values }
+    }
+
+    /// Dense copy with `fill` added to every entry (stored and implicit).
+    fn to_dense_plus(&self, fill: f32) -> DenseMatrix {
+        let mut d = DenseMatrix { rows: self.rows, cols: self.cols, data: vec![fill; self.rows * self.cols] };
+        for r in 0..self.rows {
+            let (idx, val) = self.row(r);
+            let row = d.row_mut(r);
+            for (&c, &v) in idx.iter().zip(val) {
+                row[c as usize] += v;
+            }
+        }
+        d
+    }
 }
 
 impl DenseMatrix {
@@ -109,6 +153,19 @@ impl Features {
         match self {
             Features::Shifted(m) => m.centered.nnz(),
             _ => self.nnz(),
+        }
+    }
+
+    /// Visit the values a sparse layout stores of row `r` as (column, value): the
+    /// non-zeros, or for a shifted matrix its centered part (add the shift for the
+    /// values themselves).
+    pub fn for_each_stored(&self, r: usize, mut f: impl FnMut(usize, f32)) {
+        match self {
+            Features::Shifted(m) => {
+                let (idx, val) = m.centered.row(r);
+                idx.iter().zip(val).for_each(|(&c, &v)| f(c as usize, v));
+            }
+            _ => self.for_each_nonzero(r, f),
         }
     }
     pub fn is_sparse(&self) -> bool {
@@ -170,18 +227,7 @@ impl Features {
     /// Rows `nodes` (in that order) as a new matrix of the same storage kind.
     pub fn select_rows(&self, nodes: &[usize]) -> Features {
         match self {
-            Features::Sparse(m) => {
-                let mut indptr = Vec::with_capacity(nodes.len() + 1);
-                indptr.push(0);
-                let (mut indices, mut values) = (Vec::new(), Vec::new());
-                for &r in nodes {
-                    let (i, v) = m.row(r);
-                    indices.extend_from_slice(i);
-                    values.extend_from_slice(v);
-                    indptr.push(indices.len());
-                }
-                Features::Sparse(CsrMatrix { rows: nodes.len(), cols: m.cols, indptr, indices, values })
-            }
+            Features::Sparse(m) => Features::Sparse(m.select_rows(nodes)),
             Features::Dense(m) => {
                 let mut data = Vec::with_capacity(nodes.len() * m.cols);
                 for &r in nodes {
@@ -189,10 +235,7 @@ impl Features {
                 }
                 Features::Dense(DenseMatrix { rows: nodes.len(), cols: m.cols, data })
             }
-            Features::Shifted(m) => {
-                let Features::Sparse(centered) = Features::Sparse(m.centered.clone()).select_rows(nodes) else { unreachable!() };
-                Features::Shifted(ShiftedMatrix { centered, shift: m.shift })
-            }
+            Features::Shifted(m) => Features::Shifted(ShiftedMatrix { centered: m.centered.select_rows(nodes), shift: m.shift }),
         }
     }
 
@@ -208,24 +251,9 @@ impl Features {
                 }
                 Features::Dense(DenseMatrix { rows: m.rows + extra.len(), cols: m.cols, data })
             }
-            Features::Sparse(m) => {
-                let (mut indptr, mut indices, mut values) = (m.indptr.clone(), m.indices.clone(), m.values.clone());
-                for r in extra {
-                    assert_eq!(r.len(), m.cols, "appended row width");
-                    for (j, &v) in r.iter().enumerate() {
-                        if v != 0.0 {
-                            indices.push(j as u32);
-                            values.push(v);
-                        }
-                    }
-                    indptr.push(indices.len());
-                }
-                Features::Sparse(CsrMatrix { rows: m.rows + extra.len(), cols: m.cols, indptr, indices, values })
-            }
+            Features::Sparse(m) => Features::Sparse(m.with_rows_appended(extra, 0.0)),
             Features::Shifted(m) => {
-                let centered: Vec<Vec<f32>> = extra.iter().map(|r| r.iter().map(|&v| v - m.shift).collect()).collect();
-                let Features::Sparse(centered) = Features::Sparse(m.centered.clone()).with_rows_appended(&centered) else { unreachable!() };
-                Features::Shifted(ShiftedMatrix { centered, shift: m.shift })
+                Features::Shifted(ShiftedMatrix { centered: m.centered.with_rows_appended(extra, m.shift), shift: m.shift })
             }
         }
     }
@@ -234,22 +262,8 @@ impl Features {
     pub fn to_dense(&self) -> DenseMatrix {
         match self {
             Features::Dense(m) => m.clone(),
-            Features::Sparse(m) => {
-                let mut d = DenseMatrix::zeros(m.rows, m.cols);
-                for r in 0..m.rows {
-                    let (idx, val) = m.row(r);
-                    let row = d.row_mut(r);
-                    for (&c, &v) in idx.iter().zip(val) {
-                        row[c as usize] = v;
-                    }
-                }
-                d
-            }
-            Features::Shifted(m) => {
-                let mut d = Features::Sparse(m.centered.clone()).to_dense();
-                d.data.iter_mut().for_each(|v| *v += m.shift);
-                d
-            }
+            Features::Sparse(m) => m.to_dense_plus(0.0),
+            Features::Shifted(m) => m.centered.to_dense_plus(m.shift),
         }
     }
 }

@@ -102,17 +102,13 @@ impl NodeInput {
                 NodeInput::Dense(Tensor::from_data(TensorData::new(dense.data, [n, d]), options))
             }
             InputLayout::Sparse => {
-                let centered;
-                let (stored, shift) = match features {
-                    Features::Shifted(m) => {
-                        centered = Features::Sparse(m.centered.clone());
-                        (&centered, m.shift)
-                    }
-                    other => (other, 0.0),
+                let shift = match features {
+                    Features::Shifted(m) => m.shift,
+                    _ => 0.0,
                 };
                 let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
                 for r in 0..n {
-                    stored.for_each_nonzero(r, |c, v| {
+                    features.for_each_stored(r, |c, v| {
                         rows.push(r as u32);
                         cols.push(c as u32);
                         vals.push(f64::from(v));
