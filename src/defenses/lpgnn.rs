@@ -125,17 +125,22 @@ struct DropTransform {
 impl LossTransform for DropTransform {
     /// Replaces the loss built so far (the Drop loss is itself a cross-entropy).
     fn wrap(&self, _client: usize, data: &LocalData, _inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
-        let k = data.classes;
-        // Y' as held, test (and unlabelled) rows zeroed.
-        let mut held = vec![0f32; data.labels.len() * k];
-        for (v, (label, role)) in data.labels.iter().zip(&data.roles).enumerate() {
-            if let (Some(y), Role::Train | Role::Val) = (label, role) {
-                held[v * k + *y as usize] = 1.0;
-            }
-        }
         let correction = self.forward_correction.then(|| ForwardCorrectedLoss::of(data));
-        Ok(Box::new(DropLoss { ky: self.ky, correction, held, classes: k, targets: OnceLock::new() }))
+        Ok(Box::new(DropLoss { ky: self.ky, correction, held: held_one_hot(data), classes: data.classes, targets: OnceLock::new() }))
     }
+}
+
+/// Y′: the one-hot labels as held, `[N, classes]` row-major, with the rows of test (and
+/// unlabelled) nodes zeroed.
+fn held_one_hot(data: &LocalData) -> Vec<f32> {
+    let k = data.classes;
+    let mut held = vec![0f32; data.labels.len() * k];
+    for (v, (label, role)) in data.labels.iter().zip(&data.roles).enumerate() {
+        if let (Some(y), Role::Train | Role::Val) = (label, role) {
+            held[v * k + *y as usize] = 1.0;
+        }
+    }
+    held
 }
 
 /// LPGNN's training and validation objective (module docs, steps 3–4).
@@ -221,7 +226,7 @@ mod tests {
         let device = Device::flex();
         let tensors = ClientTensors::new(&data, 4, &device).unwrap();
         let targets = |ky| {
-            let drop = DropLoss { ky, correction: None, held: held(&data), classes: 3, targets: OnceLock::new() };
+            let drop = DropLoss { ky, correction: None, held: held_one_hot(&data), classes: 3, targets: OnceLock::new() };
             drop.targets(&tensors, &tensors.train).unwrap().into_data().convert::<i64>().try_into_vec::<i64>().unwrap()
         };
         // Ky = 0: the held labels of train nodes 0, 1, 3.
@@ -230,16 +235,6 @@ mod tests {
         // node 0 ← (y1 + y2 + y3)/√(3·d) = class 1 twice, class 0 once → 1;
         // node 1 ← y0/√3 → 2; node 3 ← y0/√6 + y4 (hidden) → 2.
         assert_eq!(targets(1), vec![1, 2, 2]);
-    }
-
-    fn held(data: &LocalData) -> Vec<f32> {
-        let mut h = vec![0f32; data.labels.len() * data.classes];
-        for (v, (l, r)) in data.labels.iter().zip(&data.roles).enumerate() {
-            if let (Some(y), Role::Train | Role::Val) = (l, r) {
-                h[v * data.classes + *y as usize] = 1.0;
-            }
-        }
-        h
     }
 
     #[test]
