@@ -294,3 +294,63 @@ fn feature_and_label_ldp_compose_in_declared_order() {
     let acc = m["rounds"].as_array().unwrap().last().unwrap()["test_accuracy"].as_f64().unwrap();
     assert!(acc.is_finite() && acc > 0.0, "{acc}");
 }
+
+fn privacy_json(args: &[&str]) -> serde_json::Value {
+    let o = fgl(&[&["privacy"], args, &["--json"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)))
+}
+
+#[test]
+fn privacy_epsilon_reproduces_the_dp_gnn_code() {
+    // The DP-GCN setting on ogbn-arxiv (configs/dpgcn.py), as the DP-GNN code computes it.
+    let fx: serde_json::Value = serde_json::from_str(include_str!("fixtures/accountant/dpgnn_multiterm.json")).unwrap();
+    let case = &fx["cases"][0];
+    assert_eq!((case["nodes"].as_u64(), case["sigma"].as_f64(), case["steps"].as_u64()), (Some(90941), Some(2.0), Some(3000)));
+    let args = "epsilon --accountant dp-gnn --nodes 90941 --max-degree 5 --layers 1 --batch 10000 --sigma 2 --steps 3000 --orders dp-gnn-code";
+    let out = privacy_json(&args.split(' ').collect::<Vec<_>>());
+    let (got, want) = (out["epsilon"].as_f64().unwrap(), case["epsilon"].as_f64().unwrap());
+    assert!((got - want).abs() < 1e-6 * want, "{got} vs {want}");
+    assert_eq!(out["delta"].as_f64(), case["delta"].as_f64(), "δ defaults to 1/(10 N)");
+    assert!((out["order"].as_f64().unwrap() - case["order"].as_f64().unwrap()).abs() < 1e-9);
+    assert_eq!((out["conversion"].as_str(), out["max_terms"].as_u64(), out["accountant"].as_str()), (Some("improved"), Some(6), Some("dp-gnn")));
+    // Without --json: one line of inputs, one with ε.
+    let o = fgl(&[&["privacy"], &args.split(' ').collect::<Vec<_>>()[..]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("ε = 33.80"), "{}", stdout(&o));
+}
+
+#[test]
+fn privacy_sigma_round_trips_through_epsilon() {
+    for (accountant, target) in [("--accountant dp-gnn --nodes 20000 --max-degree 3 --layers 2 --batch 1000 --steps 500", 4.0), ("--accountant dp-sgd --sample-rate 0.05 --delta 1e-5 --steps 1000", 2.0)] {
+        let mut args = vec!["sigma", "--target-epsilon"];
+        let t = target.to_string();
+        args.push(&t);
+        args.extend(accountant.split(' '));
+        let found = privacy_json(&args);
+        let sigma = found["sigma"].as_f64().unwrap();
+        assert!(found["epsilon"].as_f64().unwrap() <= target && found["target_epsilon"].as_f64() == Some(target), "{found}");
+        let s = sigma.to_string();
+        let mut args = vec!["epsilon", "--sigma", &s];
+        args.extend(accountant.split(' '));
+        let back = privacy_json(&args);
+        let eps = back["epsilon"].as_f64().unwrap();
+        assert!(eps <= target && eps > target * (1.0 - 1e-5), "{back}");
+        assert_eq!(back["epsilon"], found["epsilon"]);
+    }
+}
+
+#[test]
+fn privacy_bad_input_fails_with_the_flag_named() {
+    let gnn = ["privacy", "epsilon", "--accountant", "dp-gnn", "--nodes", "1000", "--batch", "100", "--steps", "10"];
+    let o = fgl(&[&gnn[..], &["--layers", "1", "--sigma", "1"]].concat());
+    assert_clean_failure(&o, &["--max-degree", "required by --accountant dp-gnn"]);
+    let o = fgl(&[&gnn[..], &["--max-degree", "5", "--layers", "3", "--sigma", "1"]].concat());
+    assert_clean_failure(&o, &["--layers", "1 or 2"]);
+    let o = fgl(&[&gnn[..], &["--max-degree", "5", "--layers", "1", "--sigma", "-1"]].concat());
+    assert_clean_failure(&o, &["--sigma", "> 0"]);
+    let o = fgl(&["privacy", "epsilon", "--accountant", "dp-sgd", "--sample-rate", "0.1", "--sigma", "1", "--steps", "10"]);
+    assert_clean_failure(&o, &["--delta", "required by --accountant dp-sgd"]);
+    let o = fgl(&["privacy", "sigma", "--accountant", "dp-sgd", "--sample-rate", "0.1", "--delta", "2", "--target-epsilon", "1", "--steps", "10"]);
+    assert_clean_failure(&o, &["--delta", "(0, 1)"]);
+}

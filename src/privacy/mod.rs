@@ -6,7 +6,10 @@
 //! - [`multibit`]: LPGNN's multi-bit mechanism on feature rows ("mbm", "1bm")
 //! - [`laplace`]: LPGNN's Laplace mechanism on feature rows ("lpm")
 //! - [`gaussian`]: LPGNN's analytic Gaussian mechanism on feature rows ("agm")
+//! - [`accountant`]: RDP accountants for DP training — DP-GNN's multi-term accountant and
+//!   DP-SGD's subsampled Gaussian — with the RDP → (ε, δ) conversion and σ for a target ε
 
+pub mod accountant;
 pub mod gaussian;
 pub mod laplace;
 pub mod multibit;
