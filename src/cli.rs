@@ -281,6 +281,21 @@ enum BenchWhat {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// DP-GNN against plain training on Cora (ms per local epoch, centralized and 10 Louvain clients), and per-node
+    /// gradients of one batch: batched computation graphs against the naive one-node-at-a-time loop.
+    DpGnn {
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Local epochs per timed run.
+        #[arg(long, default_value_t = 5)]
+        epochs: usize,
+        /// Runs timed per figure (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Worker threads.
+        #[arg(long)]
+        threads: Option<usize>,
+    },
     /// One attack round's server work per client (EC-LDA, iLRG, LLG*) on EC-LDA's Cora workload.
     Attack {
         #[command(flatten)]
@@ -423,6 +438,10 @@ fn dispatch(command: Command) -> Result<()> {
         Command::Bench { what: BenchWhat::Privacy { data, reps, runs, threads, compare_pyg } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::privacy(dir.as_deref(), reps, runs, compare_pyg.as_deref()))
+        }
+        Command::Bench { what: BenchWhat::DpGnn { data, epochs, reps, threads } } => {
+            let dir = data_dir(&data);
+            crate::backend::with_threads(threads, || crate::bench::dp_gnn(dir.as_deref(), epochs, reps))
         }
         Command::Bench { what: BenchWhat::Data { data, reps } } => crate::bench::data(data_dir(&data).as_deref(), reps),
         Command::Bench { what: BenchWhat::Layout { data, backend, reps, threads } } => {

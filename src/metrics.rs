@@ -97,7 +97,8 @@ pub struct ClientMetrics {
 
 impl ClientMetrics {
     pub fn new(report: ClientReport, train_label_distribution: Vec<usize>, test_accuracy: Option<f64>, privacy: Vec<PrivacyCost>) -> Self {
-        let epsilon_total = privacy.iter().map(|p| p.epsilon).sum();
+        // Folded from +0.0: `Sum` for f64 starts at −0.0, which a client without defenses would report.
+        let epsilon_total = privacy.iter().fold(0.0, |acc, p| acc + p.epsilon);
         ClientMetrics { report, train_label_distribution, test_accuracy, privacy, epsilon_total }
     }
 }

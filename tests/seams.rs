@@ -276,3 +276,69 @@ fn the_server_runs_the_model_and_queries_only_when_it_declares_so() {
     let r3 = run::federation(&s, &p, false).unwrap().run(&mut FedAvg).unwrap();
     assert_eq!(r3.rounds, r.rounds);
 }
+
+/// Label-DP in two stages composes after LDP on the features: stage 1 (plain RR) before
+/// round 1, stage 2 in round 3 with the received global model as prior. Until round 3
+/// half the labelled nodes are held back (the train loss is over fewer nodes), every one
+/// is trained on afterwards, each label once: ε per label reported per client.
+#[test]
+fn staged_label_dp_composes_with_feature_ldp() {
+    let yaml = "dataset: {name: synthetic, preprocess: {minmax: true}}\npartition: {clients: 3}\nfederation: {rounds: 4}\n\
+                defenses:\n  - {name: feats, kind: ldp-features, epsilon: 2, mechanism: mbm}\n  \
+                - {name: labels, kind: label-dp, epsilon: 1, mechanism: rr-with-prior, stages: [0.5, 0.5], stage_rounds: [1, 3], temperature: 0.5}\n";
+    let scenario = Scenario::parse(yaml, "staged.yaml", &[]).unwrap();
+    let prepared = run::prepare(&scenario, None).unwrap();
+    let train_nodes: Vec<usize> =
+        prepared.clients.iter().map(|c| c.nodes.iter().filter(|&&v| prepared.split.roles[v] == Role::Train).count()).collect();
+    let mut fed = run::federation(&scenario, &prepared, false).unwrap();
+    let result = fed.run(&mut FedAvg).unwrap();
+    for (c, spent) in result.privacy.iter().enumerate() {
+        let got: Vec<(&str, f64)> = spent.iter().map(|p| (p.defense.as_str(), p.epsilon)).collect();
+        assert_eq!(got, [("feats", 2.0), ("labels", 1.0)], "client {c}");
+        assert!(spent[1].protects.contains("2 stages"), "{}", spent[1].protects);
+        assert_eq!(result.trained_label_counts[c].iter().sum::<usize>(), train_nodes[c], "client {c} trains on all its train nodes at the end");
+    }
+    assert!(result.rounds.iter().all(|r| r.test_accuracy.is_finite()));
+    // The same scenario and seed give the same numbers.
+    let again = run::federation(&scenario, &prepared, false).unwrap().run(&mut FedAvg).unwrap();
+    assert_eq!(again.rounds, result.rounds);
+    assert_eq!(again.trained_label_counts, result.trained_label_counts);
+}
+
+/// DP-GNN replaces the local trainer after label-DP randomised the labels: both budgets
+/// are reported per client, DP-GNN's ε is the accountant's for the client's own N,
+/// steps and δ = 1/(10N), results repeat exactly, and a plan that would spend more than
+/// `max_epsilon` is refused before training, naming the field.
+#[test]
+fn dp_gnn_trains_on_label_dp_labels_and_reports_its_budget() {
+    use fgl_sim::privacy::accountant::{self, Conversion, Mechanism};
+    let yaml = "dataset: {name: synthetic}\npartition: {clients: 3}\nfederation: {rounds: 3}\ntrain: {epochs: 2, optimizer: adam, lr: 0.01}\n\
+                model: {arch: sage, layers: 2, hidden: 8, dropout: 0.0}\n\
+                defenses:\n  - {name: labels, kind: label-dp, epsilon: 4}\n  - {name: dp, kind: dp-gnn, sigma: 1.5, max_degree: 3, batch_size: 16}\n";
+    let scenario = Scenario::parse(yaml, "dp.yaml", &[]).unwrap();
+    let prepared = run::prepare(&scenario, None).unwrap();
+    let result = run::federation(&scenario, &prepared, false).unwrap().run(&mut FedAvg).unwrap();
+    for (c, spent) in result.privacy.iter().enumerate() {
+        assert_eq!(spent.iter().map(|p| p.defense.as_str()).collect::<Vec<_>>(), ["labels", "dp"]);
+        let n = prepared.clients[c].nodes.iter().filter(|&&v| prepared.split.roles[v] == Role::Train).count();
+        let steps = 3 * 2 * n.div_ceil(16) as u64;
+        let mech = Mechanism::DpGnn { nodes: n, max_degree: 3, layers: 2, batch: 16 };
+        let want = accountant::epsilon(&mech, 1.5, steps, 1.0 / (10.0 * n as f64), Conversion::Improved, &accountant::default_orders()).unwrap();
+        assert_eq!((spent[1].epsilon, spent[1].delta), (want.epsilon, want.delta), "client {c}");
+        assert!(spent[1].protects.contains(&format!("{steps} steps")), "{}", spent[1].protects);
+    }
+    let acc = result.rounds.last().unwrap().test_accuracy;
+    assert!(acc.is_finite() && acc > 0.0, "{acc}");
+    let again = run::federation(&scenario, &prepared, false).unwrap().run(&mut FedAvg).unwrap();
+    assert_eq!(again.rounds, result.rounds);
+
+    let capped = Scenario::parse(&yaml.replace("batch_size: 16", "batch_size: 16, max_epsilon: 0.5"), "dp.yaml", &[]).unwrap();
+    let e = run::federation(&capped, &prepared, false).err().expect("over budget").to_string();
+    assert!(e.contains("max_epsilon") && e.contains("client 0 would spend"), "{e}");
+    let gat = Scenario::parse(yaml, "dp.yaml", &["model.arch=gat".into()]).unwrap();
+    let e = run::federation(&gat, &prepared, false).err().expect("gat").to_string();
+    assert!(e.contains("model.arch") && e.contains("gcn and sage"), "{e}");
+    let big = Scenario::parse(&yaml.replace("batch_size: 16", "batch_size: 100000"), "dp.yaml", &[]).unwrap();
+    let e = run::federation(&big, &prepared, false).err().expect("batch").to_string();
+    assert!(e.contains("batch_size") && e.contains("training nodes"), "{e}");
+}

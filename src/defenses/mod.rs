@@ -64,6 +64,12 @@ defenses! {
     LdpFeatures(ldp_features::LdpFeaturesConfig) = "ldp-features",
     /// The LPGNN pipeline: feature and label LDP, KProp_x, and the Drop loss.
     Lpgnn(lpgnn::LpgnnConfig) = "lpgnn",
+    /// Label-DP (Ghazi et al.): RR or RR-with-prior on the train and validation labels,
+    /// optionally in stages that take the received global model as prior.
+    LabelDp(label_dp::LabelDpConfig) = "label-dp",
+    /// DP-GNN (Daigavane et al.): node-level DP-SGD with degree bounding, per-node
+    /// clipping and the multi-term RDP accountant, as the client's local trainer.
+    DpGnn(dp_gnn::DpGnnConfig) = "dp-gnn",
 }
 
 /// The client pipeline of a scenario's defenses (`(name, spec)` in declared order).

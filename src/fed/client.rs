@@ -6,11 +6,17 @@
 //! - [`LossTransform`]: replaces or extends the training loss (forward correction,
 //!   label-proportion regularisers). Applied in the declared order, each wrapping the
 //!   loss built so far, starting from cross-entropy.
+//! - [`RoundTransform`]: changes the client's data at the start of a round it trains
+//!   in, seeing the global model it received (multi-stage label-DP takes its prior
+//!   from it). Applied in the declared order.
 //! - [`LocalTrainer`]: replaces the local training loop (DP-GNN). At most one.
 //!
 //! A [`Defense`] bundles the roles one defense plays; a [`ClientPipeline`] is the
 //! ordered list of a scenario's defenses.
 
+use std::sync::Arc;
+
+use super::RoundContext;
 use crate::error::{Error, Result};
 use crate::privacy::PrivacyCost;
 use crate::rng::Rng;
@@ -20,6 +26,41 @@ pub trait DataTransform: Send + Sync {
     /// Transform `client`'s data; return what it spent of the client's privacy (the
     /// pipeline fills in `defense` with the defense's name).
     fn apply(&self, client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>>;
+}
+
+/// A defense shares its state between roles through an `Arc`.
+impl<T: DataTransform + ?Sized> DataTransform for Arc<T> {
+    fn apply(&self, client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
+        (**self).apply(client, data, rng)
+    }
+}
+
+pub trait RoundTransform: Send + Sync {
+    /// Transform `client`'s data at the start of `round`, one it trains in.
+    /// `received_logits` runs the model the client received this round on its data as
+    /// held (`[nodes × classes]`, row-major); call it only when needed. Returns whether
+    /// the data changed.
+    fn apply(
+        &self,
+        client: usize,
+        round: RoundContext,
+        data: &mut LocalData,
+        received_logits: &mut dyn FnMut() -> Vec<f32>,
+        rng: &mut Rng,
+    ) -> Result<bool>;
+}
+
+impl<T: RoundTransform + ?Sized> RoundTransform for Arc<T> {
+    fn apply(
+        &self,
+        client: usize,
+        round: RoundContext,
+        data: &mut LocalData,
+        received_logits: &mut dyn FnMut() -> Vec<f32>,
+        rng: &mut Rng,
+    ) -> Result<bool> {
+        (**self).apply(client, round, data, received_logits, rng)
+    }
 }
 
 pub trait LossTransform: Send + Sync {
@@ -33,13 +74,14 @@ pub struct Defense {
     pub name: String,
     pub data: Option<Box<dyn DataTransform>>,
     pub loss: Option<Box<dyn LossTransform>>,
+    pub round: Option<Box<dyn RoundTransform>>,
     pub trainer: Option<Box<dyn LocalTrainer>>,
 }
 
 impl Defense {
     /// A defense that plays no role yet (add roles with the `with_*` methods).
     pub fn new(name: impl Into<String>) -> Defense {
-        Defense { name: name.into(), data: None, loss: None, trainer: None }
+        Defense { name: name.into(), data: None, loss: None, round: None, trainer: None }
     }
     pub fn with_data(mut self, t: impl DataTransform + 'static) -> Defense {
         self.data = Some(Box::new(t));
@@ -47,6 +89,10 @@ impl Defense {
     }
     pub fn with_loss(mut self, t: impl LossTransform + 'static) -> Defense {
         self.loss = Some(Box::new(t));
+        self
+    }
+    pub fn with_round(mut self, t: impl RoundTransform + 'static) -> Defense {
+        self.round = Some(Box::new(t));
         self
     }
     pub fn with_trainer(mut self, t: impl LocalTrainer + 'static) -> Defense {
@@ -93,6 +139,30 @@ impl ClientPipeline {
             }
         }
         Ok(spent)
+    }
+
+    /// Whether any defense changes data between rounds.
+    pub fn has_round_transforms(&self) -> bool {
+        self.defenses.iter().any(|d| d.round.is_some())
+    }
+
+    /// Apply every round transform in order to `client`'s data at the start of `round`;
+    /// the k-th draws from `rng(k)`. Returns whether the data changed.
+    pub fn transform_round(
+        &self,
+        client: usize,
+        round: RoundContext,
+        data: &mut LocalData,
+        received_logits: &mut dyn FnMut() -> Vec<f32>,
+        mut rng: impl FnMut(usize) -> Rng,
+    ) -> Result<bool> {
+        let mut changed = false;
+        for (k, d) in self.defenses.iter().enumerate() {
+            if let Some(t) = &d.round {
+                changed |= t.apply(client, round, data, received_logits, &mut rng(k))?;
+            }
+        }
+        Ok(changed)
     }
 
     /// `client`'s loss: cross-entropy wrapped by every loss transform in order.

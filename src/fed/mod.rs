@@ -21,7 +21,7 @@ use rand::seq::SliceRandom;
 use rayon::prelude::*;
 use serde::Serialize;
 
-pub use client::{ClientPipeline, DataTransform, Defense, LossTransform};
+pub use client::{ClientPipeline, DataTransform, Defense, LossTransform, RoundTransform};
 pub use config::{FederationConfig, Weighting};
 pub use params::{ModelParams, ParamTensor};
 pub use strategy::{
@@ -106,6 +106,25 @@ pub struct Federation {
     pipeline: ClientPipeline,
     template: NodeClassifier,
     server: Arc<ServerContext>,
+    classes: usize,
+    device: Device,
+}
+
+/// What a client's training derives from its host data: device tensors, loss, FedAvg
+/// weight (built again when a round transform changes the data).
+fn derived(
+    id: usize,
+    local: &LocalData,
+    setup: &FederationSetup,
+    pipeline: &ClientPipeline,
+    classes: usize,
+    device: &Device,
+) -> Result<(ClientTensors, Box<dyn Loss>, usize)> {
+    let weight = match setup.federation.weighting {
+        Weighting::Train => local.count(Role::Train),
+        Weighting::All => local.graph.num_nodes(),
+    };
+    Ok((ClientTensors::new(local, setup.model.first_width(classes), device)?, pipeline.loss(id, local)?, weight))
 }
 
 impl Federation {
@@ -121,21 +140,19 @@ impl Federation {
             if *in_dim.get_or_insert(d) != d {
                 return Err(Error::Other(format!("client {id} has {d} feature columns, others {}", in_dim.unwrap_or(0))));
             }
-            let weight = match setup.federation.weighting {
-                Weighting::Train => local.count(Role::Train),
-                Weighting::All => local.graph.num_nodes(),
-            };
-            let loss = pipeline.loss(id, &local)?;
-            let tensors = ClientTensors::new(&local, setup.model.first_width(classes), &device)?;
+            let (trainer, _) = pipeline.trainer();
+            trainer.prepare(id, &local, &setup.model, &setup.train, setup.federation.rounds, &mut rng::derive(setup.seed, "client-trainer", &[id as u64]))?;
+            let (tensors, loss, weight) = derived(id, &local, &setup, &pipeline, classes, &device)?;
             states.push(ClientState { id, local, tensors, loss, weight, privacy, optimizer: Mutex::new(None) });
         }
-        if states.iter().all(|s| s.weight == 0 || s.tensors.train.len == 0) {
+        // Labels a defense holds back until a later round do not count yet.
+        if states.iter().all(|s| s.weight == 0 || s.tensors.train.len == 0) && !pipeline.has_round_transforms() {
             return Err(Error::param("split", "no client has training nodes; nothing can be trained"));
         }
         let in_dim = in_dim.ok_or_else(|| Error::param("partition.clients", "there are no clients"))?;
         let template = setup.model.init(in_dim, classes, rng_seed(setup.seed, "model-init"), &device.clone().autodiff())?;
-        let server = Arc::new(ServerContext::new(&setup, states.len(), &template, in_dim, classes, device));
-        Ok(Federation { setup, clients: states, pipeline, template, server })
+        let server = Arc::new(ServerContext::new(&setup, states.len(), &template, in_dim, classes, device.clone()));
+        Ok(Federation { setup, clients: states, pipeline, template, server, classes, device })
     }
 
     /// What the server knows (architecture, dimensions, protocol, device).
@@ -148,7 +165,6 @@ impl Federation {
         strategy.setup(&self.server)?;
         let threat_model = strategy.threat_model();
         let cfg = &self.setup;
-        let states = &self.clients;
         let template = &self.template;
         let (trainer, trainer_name) = self.pipeline.trainer();
         let mut global = ModelParams::of(template);
@@ -158,13 +174,30 @@ impl Federation {
         let bar = progress_bar(rounds, cfg.progress);
         let mut result = Vec::with_capacity(rounds);
         let mut round_seconds = Vec::with_capacity(rounds);
-        let mut trained = vec![0usize; states.len()];
+        let mut trained = vec![0usize; self.clients.len()];
         for round in 1..=rounds {
             let t = Instant::now();
             let ctx = RoundContext { round, rounds };
-            let selected = select_clients(states.len(), cfg.federation.client_fraction, cfg.seed, round);
-            let sent: Vec<ModelParams> =
-                selected.iter().map(|&i| strategy.before_broadcast(&ctx, states[i].id, &global).unwrap_or_else(|| global.clone())).collect();
+            let selected = select_clients(self.clients.len(), cfg.federation.client_fraction, cfg.seed, round);
+            let sent: Vec<ModelParams> = selected
+                .iter()
+                .map(|&i| strategy.before_broadcast(&ctx, self.clients[i].id, &global).unwrap_or_else(|| global.clone()))
+                .collect();
+            if self.pipeline.has_round_transforms() {
+                for (k, &i) in selected.iter().enumerate() {
+                    let s = &mut self.clients[i];
+                    let (tensors, local) = (&s.tensors, &mut s.local);
+                    let mut logits = || {
+                        let out = train::forward_eval(&sent[k].load_into(template.clone()), tensors).logits;
+                        out.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 logits")
+                    };
+                    let rng = |j: usize| rng::derive(cfg.seed, "client-round-transform", &[s.id as u64, round as u64, j as u64]);
+                    if self.pipeline.transform_round(s.id, ctx, local, &mut logits, rng)? {
+                        (s.tensors, s.loss, s.weight) = derived(s.id, &s.local, cfg, &self.pipeline, self.classes, &self.device)?;
+                    }
+                }
+            }
+            let states = &self.clients;
 
             let train_one = |(k, &i): (usize, &usize)| {
                 let s: &ClientState = &states[i];
@@ -175,16 +208,16 @@ impl Federation {
                     Some(o) if cfg.train.keep_optimizer_state => o,
                     _ => train::optimizer(&cfg.train),
                 };
-                let (model, stats) = trainer.train(s.id, round, model, &s.tensors, &cfg.train, s.loss.as_ref(), &mut optim, &mut r);
+                let (model, stats) = trainer.train(s.id, round, model, &s.local, &s.tensors, &cfg.train, s.loss.as_ref(), &mut optim, &mut r)?;
                 if cfg.train.keep_optimizer_state {
                     *slot = Some(optim);
                 }
-                (ModelParams::of(&model), stats)
+                Ok((ModelParams::of(&model), stats))
             };
             let outcomes: Vec<_> = if cfg.parallel {
-                selected.par_iter().enumerate().map(train_one).collect()
+                selected.par_iter().enumerate().map(train_one).collect::<Result<_>>()?
             } else {
-                selected.iter().enumerate().map(train_one).collect()
+                selected.iter().enumerate().map(train_one).collect::<Result<_>>()?
             };
             for &i in &selected {
                 trained[i] += 1;
@@ -256,6 +289,7 @@ impl Federation {
         }
         bar.finish_and_clear();
 
+        let states = &self.clients;
         let privacy = states
             .iter()
             .zip(&trained)

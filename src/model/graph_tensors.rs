@@ -45,22 +45,30 @@ impl GraphTensors {
     /// `device.autodiff()` (an operation with any autodiff operand runs with autodiff)
     /// and an evaluation model without autodiff overhead.
     pub fn new(graph: &Graph, options: impl Into<TensorCreationOptions>) -> Result<GraphTensors> {
+        Self::from_senders(graph.num_nodes(), |v| graph.neighbors(v), options)
+    }
+
+    /// A directed graph of `n` nodes given by the sources of the edges into each node
+    /// (`senders(v)`, no self loops), e.g. per-node computation graphs in which messages
+    /// flow towards a root only. Degrees are in-degrees, as PyG computes them at the
+    /// target: GCN weighs `u → v` by 1/sqrt((d_u + 1)(d_v + 1)), the mean divides by
+    /// d_v, and `Sym` gives 0 to edges out of a node without incoming edges.
+    pub fn from_senders<'a>(n: usize, senders: impl Fn(usize) -> &'a [u32], options: impl Into<TensorCreationOptions>) -> Result<GraphTensors> {
         let options = options.into();
-        let n = graph.num_nodes();
         if n == 0 {
             return Err(Error::param("graph", "a model needs at least one node"));
         }
-        let deg: Vec<f64> = graph.degrees().into_iter().map(|d| d as f64).collect();
+        let deg: Vec<f64> = (0..n).map(|v| senders(v).len() as f64).collect();
         let (mut src, mut dst) = (Vec::new(), Vec::new());
         let (mut mean_w, mut sym_w, mut gcn_w) = (Vec::new(), Vec::new(), Vec::new());
         for v in 0..n {
-            for &u in graph.neighbors(v) {
+            for &u in senders(v) {
                 let u_ = u as usize;
                 src.push(u);
                 dst.push(v as u32);
-                // Both degrees are ≥ 1 here: u and v share this edge.
+                // deg[v] ≥ 1 here (this edge enters v); deg[u] is 0 only in a directed graph.
                 mean_w.push(1.0 / deg[v]);
-                sym_w.push(1.0 / (deg[u_] * deg[v]).sqrt());
+                sym_w.push(if deg[u_] > 0.0 { 1.0 / (deg[u_] * deg[v]).sqrt() } else { 0.0 });
                 gcn_w.push(1.0 / ((deg[u_] + 1.0) * (deg[v] + 1.0)).sqrt());
             }
         }

@@ -14,12 +14,13 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
 pub mod config;
+pub mod per_node;
 
 pub use config::{OptimizerKind, Selection, TrainConfig};
 
 use crate::data::{Dataset, Features, Graph, Role, Split};
 use crate::error::Result;
-use crate::model::{GraphTensors, NodeClassifier, NodeInput, Output};
+use crate::model::{GraphTensors, ModelConfig, NodeClassifier, NodeInput, Output};
 use crate::partition::Client;
 use crate::privacy::PrivacyCost;
 use crate::rng::Rng;
@@ -247,7 +248,7 @@ pub struct HeadSteps {
 
 impl HeadSteps {
     /// Add one step's gradients (either may be absent: a head without bias).
-    fn add(&mut self, weight: Option<Tensor<2>>, bias: Option<Tensor<1>>) {
+    pub fn add(&mut self, weight: Option<Tensor<2>>, bias: Option<Tensor<1>>) {
         self.weight.extend(weight);
         self.bias.extend(bias);
         self.steps += 1;
@@ -392,19 +393,28 @@ impl Selector {
 pub trait LocalTrainer: Send + Sync {
     fn name(&self) -> &str;
 
-    /// Train `model` (on an autodiff device) for one round of `client`.
+    /// Get ready to train `client` (`data`: its data after every data transform) with
+    /// `model` for `rounds` rounds of `cfg`, before round 1: e.g. plan its privacy budget
+    /// and refuse a scenario that would overspend it. `rng` is the client's own stream.
+    fn prepare(&self, _client: usize, _data: &LocalData, _model: &ModelConfig, _cfg: &TrainConfig, _rounds: usize, _rng: &mut Rng) -> Result<()> {
+        Ok(())
+    }
+
+    /// Train `model` (on an autodiff device) for one round of `client`; `local` is its
+    /// host data as `data` holds it on the device.
     #[allow(clippy::too_many_arguments)]
     fn train(
         &self,
         client: usize,
         round: usize,
         model: NodeClassifier,
+        local: &LocalData,
         data: &ClientTensors,
         cfg: &TrainConfig,
         loss: &dyn Loss,
         optim: &mut ModuleOptimizer,
         rng: &mut Rng,
-    ) -> (NodeClassifier, LocalStats);
+    ) -> Result<(NodeClassifier, LocalStats)>;
 
     /// Privacy spent by `client` after it trained `rounds` rounds with this trainer,
     /// for trainers that account for it (DP-SGD); `None` otherwise.
@@ -427,13 +437,14 @@ impl LocalTrainer for FullBatch {
         _client: usize,
         _round: usize,
         model: NodeClassifier,
+        _local: &LocalData,
         data: &ClientTensors,
         cfg: &TrainConfig,
         loss: &dyn Loss,
         optim: &mut ModuleOptimizer,
         rng: &mut Rng,
-    ) -> (NodeClassifier, LocalStats) {
-        train_local(model, data, cfg, loss, optim, rng)
+    ) -> Result<(NodeClassifier, LocalStats)> {
+        Ok(train_local(model, data, cfg, loss, optim, rng))
     }
 }
 
