@@ -269,6 +269,32 @@ fn reproduce_ec_lda_writes_the_shared_csv_contract() {
     assert!(!tmp.path().join("x").exists() && !tmp.path().join("y").exists(), "nothing written for bad options");
 }
 
+/// The defense experiment: EC-LDA against label-DP and DP-GNN over ε, GCN and SAGE.
+/// Under label-DP at ε = 1 the attack tracks the labels the clients trained on more
+/// closely than the true ones, and less well than without a defense.
+#[test]
+fn reproduce_ec_lda_defense_part_scores_the_attack_against_both_defenses() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("def");
+    let args = ["reproduce", "ec-lda", "--dataset", "synthetic", "--seeds", "1", "--rounds", "4", "--part", "defense", "--out"];
+    let o = fgl(&[&args[..], &[out.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read_to_string(out.join("reproduce.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    // Per model: none (cos, js, accuracy) + 4 ε × (label-dp: 2 + 2 vs held labels + accuracy; dp-gnn: 2 + accuracy).
+    assert_eq!(rows.len(), 2 * (3 + 4 * 8), "{csv}");
+    let value = |table: &str, setting: &str, metric: &str| -> f64 {
+        let r = rows.iter().find(|r| r[1] == table && r[3] == "gcn" && r[4] == setting && r[5] == metric).unwrap_or_else(|| panic!("{table} {setting} {metric}"));
+        r[7].parse().unwrap()
+    };
+    let none = value("defense", "eps=inf;attack=ec-lda;defense=none;local_epochs=5;clip=0.01", "cos_sim");
+    let ldp = "eps=1;attack=ec-lda;defense=label-dp;local_epochs=5;clip=0.01";
+    let (truth, held) = (value("defense", ldp, "cos_sim"), value("defense-vs-held-labels", ldp, "cos_sim"));
+    assert!(held > truth && none > truth, "none {none}, label-dp ε=1 vs truth {truth}, vs held labels {held}");
+    let dp = value("defense", "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01", "test_accuracy");
+    assert!((0.0..=100.0).contains(&dp));
+}
+
 /// Feature and label LDP in one scenario: both transforms run, in the declared order,
 /// each reporting what it spent; the forward-corrected loss reads the label noise the
 /// earlier transform recorded.
