@@ -511,9 +511,7 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
         for (g, &y) in graphs.iter().zip(&labels) {
             let batch = NodeBatch::new(std::slice::from_ref(g), features, &[y], &device)?;
             let out = model.forward(&crate::model::NodeInput::Dense(batch.input.clone()), &batch.graph);
-            let idx = burn::tensor::Tensor::<1, burn::tensor::Int>::from_data(burn::tensor::TensorData::new(vec![0i64], [1]), &device);
-            let yy = burn::tensor::Tensor::<1, burn::tensor::Int>::from_data(burn::tensor::TensorData::new(vec![i64::from(y)], [1]), &device);
-            let loss = crate::train::cross_entropy(out.logits, &idx, &yy);
+            let loss = crate::train::cross_entropy(out.logits, &batch.roots, &batch.labels);
             let grads = burn::optim::GradientsParams::from_grads(loss.backward(), &model);
             total += grads.len();
         }

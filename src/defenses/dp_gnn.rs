@@ -152,7 +152,8 @@ struct ClientPlan {
     sigma: f64,
     delta: f64,
     steps_per_round: u64,
-    /// C_l per parameter tensor, set when the client first trains.
+    /// C_l per parameter tensor, estimated when the client first trains (`None` with a
+    /// fixed `clip`).
     thresholds: Mutex<Option<Vec<f64>>>,
 }
 
@@ -166,17 +167,13 @@ impl DpGnn {
         accountant::epsilon(&plan.mechanism, plan.sigma, steps.max(1), plan.delta, self.config.conversion, &accountant::default_orders())
     }
 
-    /// C_l: fixed, or the percentile of every training node's gradient norms under
-    /// `model` (no dropout), in batches of B.
-    fn thresholds(&self, plan: &ClientPlan, model: &NodeClassifier, local: &LocalData, loss: &dyn Loss, label_keep: f64, device: &burn::tensor::Device) -> Result<Vec<f64>> {
+    /// C_l from `clip_percentile`: the percentile of every training node's gradient norms
+    /// under `model` (no dropout), in batches of B.
+    fn estimate_thresholds(&self, plan: &ClientPlan, model: &NodeClassifier, local: &LocalData, loss: &dyn Loss, label_keep: f64, device: &burn::tensor::Device) -> Result<Vec<f64>> {
         let mut norms: Vec<Vec<f64>> = Vec::new();
         for chunk in plan.train_nodes.chunks(self.config.batch_size) {
             let batch = batch_of(plan, chunk, local, device)?;
-            let pn = per_node(model, &batch, loss, label_keep, None)?;
-            if let Some(c) = self.config.clip {
-                return Ok(vec![c; pn.tensors()]);
-            }
-            let n = pn.norms(&batch);
+            let n = per_node(model, &batch, loss, label_keep, None)?.norms(&batch);
             norms.resize(n.len(), Vec::new());
             for (all, t) in norms.iter_mut().zip(n) {
                 all.extend(t);
@@ -184,6 +181,11 @@ impl DpGnn {
         }
         Ok(norms.into_iter().map(|t| percentile(t, self.config.clip_percentile).max(1e-12)).collect())
     }
+}
+
+/// The client's training nodes that hold a label, ascending.
+fn labelled_train_nodes(data: &LocalData) -> Vec<usize> {
+    (0..data.roles.len()).filter(|&v| data.roles[v] == Role::Train && data.labels[v].is_some()).collect()
 }
 
 /// The computation graphs of `roots` with their held labels, batched.
@@ -248,7 +250,7 @@ impl LocalTrainer for DpGnn {
         if cfg.selection != Selection::Last {
             return Err(Error::param("train.selection", "dp-gnn trains with `selection: last` (choosing an epoch on validation data would spend privacy unaccounted)"));
         }
-        let train_nodes: Vec<usize> = (0..data.roles.len()).filter(|&v| data.roles[v] == Role::Train && data.labels[v].is_some()).collect();
+        let train_nodes = labelled_train_nodes(data);
         let n = train_nodes.len();
         if n < c.batch_size {
             return Err(Error::param("batch_size", format!("client {client} has {n} training nodes, fewer than the batch size B = {}; lower batch_size", c.batch_size)));
@@ -295,20 +297,23 @@ impl LocalTrainer for DpGnn {
         rng: &mut Rng,
     ) -> Result<(NodeClassifier, LocalStats)> {
         let plan = self.plan(client)?;
-        if (0..local.roles.len()).filter(|&v| local.roles[v] == Role::Train && local.labels[v].is_some()).ne(plan.train_nodes.iter().copied()) {
+        if labelled_train_nodes(local) != plan.train_nodes {
             return Err(Error::param("defenses", "dp-gnn accounts for a fixed set of training nodes, but another defense changed it between rounds (label-dp stages): use one stage with dp-gnn"));
         }
         per_node::check_model(&model)?;
         let device = model.devices().into_iter().next().ok_or_else(|| Error::Other("a model without parameters".into()))?.without_autodiff();
-        let thresholds = {
-            let mut slot = plan.thresholds.lock().expect("one trainer per client");
-            if slot.is_none() {
-                *slot = Some(self.thresholds(&plan, &model, local, loss, data.label_keep, &device)?);
+        // Estimated once per client, unless `clip` fixes every threshold.
+        let estimated = match self.config.clip {
+            Some(_) => None,
+            None => {
+                let mut slot = plan.thresholds.lock().expect("one trainer per client");
+                if slot.is_none() {
+                    *slot = Some(self.estimate_thresholds(&plan, &model, local, loss, data.label_keep, &device)?);
+                }
+                slot.clone()
             }
-            slot.clone().expect("set above")
         };
         let k = accountant::base_sensitivity(self.config.max_degree, plan.layers)?;
-        let noise_std = plan.sigma * k * thresholds.iter().map(|c| c * c).sum::<f64>().sqrt();
         let b = self.config.batch_size;
         let n = plan.train_nodes.len();
         let mut stats = LocalStats::default();
@@ -320,6 +325,11 @@ impl LocalTrainer for DpGnn {
                 let batch = batch_of(&plan, &pick, local, &device)?;
                 let pn = per_node(&model, &batch, loss, data.label_keep, Some(&mut *rng))?;
                 losses.push(pn.loss);
+                let thresholds = match (&estimated, self.config.clip) {
+                    (Some(t), _) => t.clone(),
+                    (None, c) => vec![c.expect("fixed when not estimated"); pn.tensors()],
+                };
+                let noise_std = plan.sigma * k * thresholds.iter().map(|c| c * c).sum::<f64>().sqrt();
                 let norms = pn.norms(&batch);
                 let scale: Vec<Vec<f64>> = norms.iter().zip(&thresholds).map(|(nt, c)| nt.iter().map(|&x| if x > *c { c / x } else { 1.0 }).collect()).collect();
                 let noise = pn.noise_dims().into_iter().map(|dims| Some(gaussian(dims, noise_std, rng, &device))).collect();

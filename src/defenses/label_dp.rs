@@ -137,14 +137,10 @@ impl LabelDpConfig {
 impl super::DefenseConfig for LabelDpConfig {
     fn build(&self, name: &str) -> Result<Defense> {
         self.validate()?;
-        let d = Defense::new(name);
-        Ok(match self.mechanism {
-            LabelMechanism::Rr => d.with_data(LabelDp { config: self.clone(), clients: Mutex::default() }),
-            LabelMechanism::RrWithPrior => {
-                let t = std::sync::Arc::new(LabelDp { config: self.clone(), clients: Mutex::default() });
-                d.with_data(t.clone()).with_round(t)
-            }
-        })
+        let t = std::sync::Arc::new(LabelDp { config: self.clone(), clients: Mutex::default() });
+        let d = Defense::new(name).with_data(t.clone());
+        // Plain RR is done before round 1; only the prior's stages need the round hook.
+        Ok(if self.mechanism == LabelMechanism::RrWithPrior { d.with_round(t) } else { d })
     }
 }
 
