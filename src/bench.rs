@@ -340,6 +340,8 @@ const LPGNN_SCRIPT: &str = include_str!("../bench/lpgnn_run.py");
 
 /// `fgl-sim bench privacy`: perturbation throughput of each LDP mechanism on Facebook
 /// (22 470 × 4 714, min-max scaled; the whole graph as one client) with its peak memory,
+/// GRR-FS on its binarised features (m = 10 and m = d, ε = 1 per feature) and edge RR on
+/// its graph (ε = 7, 8); edge RR's time and peak memory on a 20 000-node synthetic graph;
 /// then the LPGNN Cora run (scenarios/lpgnn-cora.yaml: ε_x = ε_y = 1, Kx = 2, Ky = 8,
 /// 500 epochs) in seconds per run; with `compare_pyg`, the same run in PyG
 /// (`bench/lpgnn_run.py`, a port of sisaman/LPGNN, built into the binary).
@@ -347,6 +349,8 @@ pub fn privacy(dir: Option<&Path>, reps: usize, runs: usize, compare_pyg: Option
     use crate::defenses::ldp_features::{LdpFeaturesConfig, PerturbFeatures};
     use crate::defenses::ldp_labels::RandomizeLabels;
     use crate::privacy::Epsilon;
+    use crate::privacy::edge_rr::EdgeRr;
+    use crate::privacy::grr_fs::GrrFs;
 
     println!("bench privacy: median of {reps} runs, {} thread(s)", rayon::current_num_threads());
     let text = "dataset: {name: facebook, preprocess: {minmax: true}}\nfederation: {centralized: true}\n";
@@ -390,8 +394,73 @@ pub fn privacy(dir: Option<&Path>, reps: usize, runs: usize, compare_pyg: Option
             let rr = RandomizeLabels { epsilon: Epsilon(1.0) };
             let ms = median_ms(reps, || rr.randomize(&mut data.clone(), &mut crate::rng::derive(0, "bench-privacy", &[])))?;
             println!("| rr (labels, train + val) | 1 | {ms:.1} | {:.0} | | labels | |", n as f64 / (ms / 1e3));
+
+            // GRR-FS on the binarised features (Facebook's are binary sets: non-zero → 1),
+            // one row at a time on one thread, binarising included.
+            println!("\n| grr-fs (γ = 2, d = {d}) | ε per feature | m | ms | nodes/s | node ε = m·ε | paper ε_X |\n|---|---:|---:|---:|---:|---:|---:|");
+            for m in [10, d] {
+                let grr = GrrFs::new(vec![2; d], m, Epsilon(1.0))?;
+                let (mut row, mut out) = (vec![0u32; d], vec![0u32; d]);
+                let ms = median_ms(reps, || {
+                    let mut rng = crate::rng::derive(0, "bench-privacy", &[]);
+                    for v in 0..n {
+                        row.fill(0);
+                        data.features.for_each_nonzero(v, |j, _| row[j] = 1);
+                        grr.perturb_row(&row, &mut rng, &mut out);
+                        std::hint::black_box(&out);
+                    }
+                    Ok(())
+                })?;
+                println!(
+                    "| grr-fs | 1 | {m} | {ms:.1} | {:.0} | {} | {:.2} |",
+                    n as f64 / (ms / 1e3),
+                    grr.node_epsilon(),
+                    grr.paper_epsilon()
+                );
+            }
+
+            // Edge RR on the whole graph, one sparse row per node into one CSR.
+            let graph = &p.dataset.graph;
+            let nodes = graph.num_nodes();
+            let degrees = graph.degrees();
+            println!(
+                "\n| edge rr ({nodes} nodes, {} directed true edges) | ε | ms | reported edges | expected ± σ | kept | added |\n|---|---:|---:|---:|---:|---:|---:|",
+                2 * graph.num_edges()
+            );
+            for eps in [7.0, 8.0] {
+                let rr = EdgeRr::new(Epsilon(eps))?;
+                let (mean, sd) = rr.expected_reported(nodes, &degrees);
+                let mut counts = (0, 0);
+                let ms = median_ms(reps, || {
+                    let (csr, kept, added) = edge_rr_graph(&rr, graph);
+                    counts = (kept, added);
+                    Ok(csr)
+                })?;
+                println!("| edge rr | {eps} | {ms:.1} | {} | {mean:.0} ± {sd:.0} | {} | {} |", counts.0 + counts.1, counts.0, counts.1);
+            }
         }
     }
+
+    // Edge RR's memory on a graph of PubMed's size: sparse rows, never n × n.
+    let cfg = SyntheticConfig { nodes: 20_000, classes: 3, avg_degree: 4.5, homophily: 0.8, feature_dim: 1, feature_signal: 0.3 };
+    let graph = crate::data::synthetic::generate(&cfg, 0)?.graph;
+    let nodes = graph.num_nodes();
+    let rr = EdgeRr::new(Epsilon(7.0))?;
+    let (mean, sd) = rr.expected_reported(nodes, &graph.degrees());
+    reset_peak_rss();
+    let before = peak_rss_mib().unwrap_or(f64::NAN);
+    let t = Instant::now();
+    let (csr, kept, added) = edge_rr_graph(&rr, &graph);
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let after = peak_rss_mib().unwrap_or(f64::NAN);
+    drop(csr);
+    println!(
+        "\nedge rr on synthetic CSBM {nodes} nodes {} edges, ε = 7: expected {mean:.0} ± {sd:.0} reported, actual {} ({kept} kept + {added} added), \
+         {ms:.1} ms, peak RSS {before:.1} → {after:.1} MiB (the published code's dense n × n f32 matrix alone would be {:.0} MiB)",
+        graph.num_edges(),
+        kept + added,
+        (nodes * nodes * 4) as f64 / 1048576.0
+    );
 
     let scenario = Scenario::parse(include_str!("../scenarios/lpgnn-cora.yaml"), "lpgnn-cora", &[])?;
     let opts = crate::run::RunOptions { quiet: true, ..Default::default() };
@@ -426,6 +495,23 @@ pub fn privacy(dir: Option<&Path>, reps: usize, runs: usize, compare_pyg: Option
         }
     }
     Ok(())
+}
+
+/// Every node's edge-RR row of `graph` (own RNG stream from seed 0) as CSR (indptr,
+/// indices), with the kept and added counts.
+fn edge_rr_graph(rr: &crate::privacy::edge_rr::EdgeRr, graph: &crate::data::Graph) -> ((Vec<usize>, Vec<u32>), usize, usize) {
+    let n = graph.num_nodes();
+    let mut rng = crate::rng::derive(0, "bench-privacy", &[]);
+    let (mut indptr, mut indices) = (Vec::with_capacity(n + 1), Vec::new());
+    let (mut kept, mut added) = (0, 0);
+    indptr.push(0);
+    for v in 0..n {
+        let (k, a) = rr.perturb_row(n, v, graph.neighbors(v), &mut rng, &mut indices);
+        kept += k;
+        added += a;
+        indptr.push(indices.len());
+    }
+    ((indptr, indices), kept, added)
 }
 
 /// The summary line of `bench/lpgnn_run.py` run by `python` on the x1-y1 setting.

@@ -209,7 +209,7 @@ enum Paper {
         runs: usize,
         /// Settings to run (repeatable; default both).
         #[arg(long = "setting", value_enum)]
-        settings: Vec<crate::reproduce::lpgnn::LpgnnSetting>,
+        settings: Vec<crate::reproduce::Setting>,
         /// Only these cells (repeatable; default all): non-private, x1, x0.01, x1-y1, x1-y2, x1-y0.5, ce, fc, rnd, ohd
         /// (REPRODUCTION.md's), one, 1bm, lpm, agm (no Cora value given).
         #[arg(long = "cell")]
@@ -220,6 +220,65 @@ enum Paper {
         #[command(flatten)]
         common: ReproduceArgs,
     },
+    /// RGNN (Bhaila et al.): REPRODUCTION.md's table (RGNN, LPGNN and GraphSAGE on the perturbed data at ε_x = 1,
+    /// ε_y ∈ {3, 2, 1, 0.5}, and non-private), centralized as the paper and federated over 10 Louvain clients.
+    Rgnn {
+        /// Any dataset with features, e.g. cora, citeseer, dblp, facebook, german, student (the paper's).
+        #[arg(long, default_value = "planetoid-cora")]
+        dataset: String,
+        /// Runs (seeds) per cell (the paper: 5).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Settings to run (repeatable; default both).
+        #[arg(long = "setting", value_enum)]
+        settings: Vec<crate::reproduce::Setting>,
+        /// Only these cells (repeatable; default all): non-private, rgnn-y3 … rgnn-y0.5, lpgnn-y3 …, perturbed-y3 ….
+        #[arg(long = "cell")]
+        cells: Vec<String>,
+        /// Epochs instead of 100 (a quick look; not the paper's setting).
+        #[arg(long)]
+        epochs: Option<usize>,
+        #[command(flatten)]
+        common: ReproduceArgs,
+    },
+    /// Solitude (Lin et al., IEEE TIFS 2022): REPRODUCTION.md's table (base / LPGNN / Solitude at ε_a ∈ {7, 7.5, 8},
+    /// ε_x = 1), centralized as the paper and federated over 10 Louvain clients; with what calibration removed.
+    Solitude {
+        /// Any dataset with features, e.g. cora, citeseer (the paper's).
+        #[arg(long, default_value = "planetoid-cora")]
+        dataset: String,
+        /// Runs (seeds) per cell (the paper: 5).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Settings to run (repeatable; default both).
+        #[arg(long = "setting", value_enum)]
+        settings: Vec<crate::reproduce::Setting>,
+        /// Only these cells (repeatable; default all): base-a7, base-a7.5, base-a8, lpgnn-a7 …, solitude-a7 ….
+        #[arg(long = "cell")]
+        cells: Vec<String>,
+        /// Epochs instead of 500 (a quick look; not the paper's setting).
+        #[arg(long)]
+        epochs: Option<usize>,
+        #[command(flatten)]
+        common: ReproduceArgs,
+    },
+}
+
+/// Run a table reproduction (both settings unless some are named) and print its table.
+fn reproduce_table(
+    run: fn(&crate::reproduce::TableOptions, Option<&std::path::Path>, bool) -> Result<PathBuf>,
+    mut opts: crate::reproduce::TableOptions,
+    common: &ReproduceArgs,
+) -> Result<()> {
+    use crate::reproduce::Setting;
+    if opts.settings.is_empty() {
+        opts.settings = vec![Setting::Centralized, Setting::Federated];
+    }
+    let t = std::time::Instant::now();
+    let dir = run(&opts, common.out.as_deref(), common.force)?;
+    print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
+    println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
+    Ok(())
 }
 
 /// What every `reproduce` command takes besides its paper's options.
@@ -307,8 +366,9 @@ enum BenchWhat {
         #[arg(long)]
         threads: Option<usize>,
     },
-    /// LDP figures: perturbation throughput and peak memory of each mechanism on Facebook, and the LPGNN Cora run
-    /// (500 epochs) in seconds, optionally beside the same run in PyG.
+    /// LDP figures: perturbation throughput and peak memory of each mechanism on Facebook (feature mechanisms, label
+    /// RR, GRR-FS, edge RR), edge RR's peak memory on a 20 000-node generated graph, and the LPGNN Cora run (500
+    /// epochs) in seconds, optionally beside the same run in PyG.
     Privacy {
         #[command(flatten)]
         data: DataDirArg,
@@ -414,17 +474,14 @@ fn dispatch(command: Command) -> Result<()> {
             println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
             Ok(())
         }
-        Command::Reproduce { paper: Paper::Lpgnn { dataset, runs, mut settings, cells, epochs, common } } => {
-            use crate::reproduce::lpgnn::LpgnnSetting;
-            if settings.is_empty() {
-                settings = vec![LpgnnSetting::Centralized, LpgnnSetting::Federated];
-            }
-            let t = std::time::Instant::now();
-            let opts = crate::reproduce::LpgnnOptions { dataset, runs, settings, epochs, cells, run: common.run_options() };
-            let dir = crate::reproduce::lpgnn::lpgnn(&opts, common.out.as_deref(), common.force)?;
-            print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
-            println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
-            Ok(())
+        Command::Reproduce { paper: Paper::Lpgnn { dataset, runs, settings, cells, epochs, common } } => {
+            reproduce_table(crate::reproduce::lpgnn::lpgnn, crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
+        }
+        Command::Reproduce { paper: Paper::Rgnn { dataset, runs, settings, cells, epochs, common } } => {
+            reproduce_table(crate::reproduce::rgnn::rgnn, crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
+        }
+        Command::Reproduce { paper: Paper::Solitude { dataset, runs, settings, cells, epochs, common } } => {
+            reproduce_table(crate::reproduce::solitude::solitude, crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
         }
         Command::Privacy { action } => privacy_cmd(action).map_err(|e| match e {
             // The parameters are named after the flags.

@@ -1,4 +1,5 @@
-//! Undirected simple graph in CSR form.
+//! Simple graph in CSR form: undirected (every dataset), or directed (a graph whose
+//! edges were reported by their endpoints separately, e.g. under edge LDP).
 //!
 //! Every loader funnels its raw edges through [`Graph::from_edges`], which makes the
 //! graph undirected, merges duplicates and drops self loops, and reports what it removed
@@ -20,12 +21,15 @@ pub struct BuildReport {
     pub duplicate_entries_merged: usize,
 }
 
-/// Undirected graph without self loops or parallel edges, stored as CSR with every edge
-/// present in both directions and each neighbour list sorted ascending.
+/// Graph without self loops or parallel edges, stored as CSR with each row sorted
+/// ascending. Undirected: every edge present in both directions. Directed: row v lists
+/// the *senders* into v (the nodes whose messages v aggregates), so every message-passing
+/// consumer reads rows the same way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Graph {
     indptr: Vec<usize>,
     indices: Vec<u32>,
+    directed: bool,
 }
 
 impl Graph {
@@ -94,23 +98,44 @@ impl Graph {
             indices[fill[a as usize]] = b;
             fill[a as usize] += 1;
         }
-        Graph { indptr, indices }
+        Graph { indptr, indices, directed: false }
+    }
+
+    /// A directed graph from the senders into each node (`senders[v]`: the nodes u with an
+    /// arc u → v). Rows are sorted and deduplicated; self loops are dropped.
+    pub fn from_senders(mut senders: Vec<Vec<u32>>) -> Graph {
+        let mut indptr = Vec::with_capacity(senders.len() + 1);
+        indptr.push(0);
+        let mut indices = Vec::with_capacity(senders.iter().map(Vec::len).sum());
+        for (v, row) in senders.iter_mut().enumerate() {
+            row.sort_unstable();
+            row.dedup();
+            indices.extend(row.iter().copied().filter(|&u| u as usize != v));
+            indptr.push(indices.len());
+        }
+        Graph { indptr, indices, directed: true }
     }
 
     /// A graph with `n` nodes and no edges.
     pub fn empty(n: usize) -> Graph {
-        Graph { indptr: vec![0; n + 1], indices: Vec::new() }
+        Graph { indptr: vec![0; n + 1], indices: Vec::new(), directed: false }
+    }
+
+    /// Whether rows list senders of one-way arcs (see [`Graph::from_senders`]).
+    pub fn is_directed(&self) -> bool {
+        self.directed
     }
 
     pub fn num_nodes(&self) -> usize {
         self.indptr.len() - 1
     }
 
-    /// Number of undirected edges.
+    /// Number of undirected edges (arcs of a directed graph).
     pub fn num_edges(&self) -> usize {
-        self.indices.len() / 2
+        if self.directed { self.indices.len() } else { self.indices.len() / 2 }
     }
 
+    /// Neighbours of `v` (senders into `v` in a directed graph).
     pub fn degree(&self, v: usize) -> usize {
         self.indptr[v + 1] - self.indptr[v]
     }
@@ -119,7 +144,7 @@ impl Graph {
         self.indptr.windows(2).map(|w| w[1] - w[0]).collect()
     }
 
-    /// Sorted neighbours of `v`.
+    /// Sorted neighbours of `v` (senders into `v` in a directed graph).
     pub fn neighbors(&self, v: usize) -> &[u32] {
         &self.indices[self.indptr[v]..self.indptr[v + 1]]
     }
@@ -129,11 +154,13 @@ impl Graph {
         (&self.indptr, &self.indices)
     }
 
-    /// Each undirected edge once, as `(u, v)` with `u < v`, in sorted order.
+    /// Each undirected edge once, as `(u, v)` with `u < v`, in sorted order; in a
+    /// directed graph every arc as `(sender, receiver)`, by receiver.
     pub fn edges(&self) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let directed = self.directed;
         (0..self.num_nodes())
-            .flat_map(move |u| self.neighbors(u).iter().map(move |&v| (u, v as usize)))
-            .filter(|&(u, v)| u < v)
+            .flat_map(move |v| self.neighbors(v).iter().map(move |&u| if directed { (u as usize, v) } else { (v, u as usize) }))
+            .filter(move |&(u, v)| directed || u < v)
     }
 
     pub fn num_isolated(&self) -> usize {
@@ -142,12 +169,25 @@ impl Graph {
 
     /// The subgraph induced by `nodes` (global ids, in the order given: local id i is
     /// `nodes[i]`). Returns the subgraph and the number of edges with exactly one end in
-    /// `nodes` (the edges this subset loses).
+    /// `nodes` (the edges this subset loses; for a directed graph, the arcs into `nodes`
+    /// from outside).
     pub fn induced_subgraph(&self, nodes: &[usize]) -> (Graph, usize) {
         const ABSENT: u32 = u32::MAX;
         let mut local = vec![ABSENT; self.num_nodes()];
         for (i, &g) in nodes.iter().enumerate() {
             local[g] = i as u32;
+        }
+        if self.directed {
+            let mut cut = 0usize;
+            let senders = nodes
+                .iter()
+                .map(|&g| {
+                    let row: Vec<u32> = self.neighbors(g).iter().map(|&w| local[w as usize]).collect();
+                    cut += row.iter().filter(|&&l| l == ABSENT).count();
+                    row.into_iter().filter(|&l| l != ABSENT).collect()
+                })
+                .collect();
+            return (Self::from_senders(senders), cut);
         }
         let mut pairs = Vec::new();
         let mut cut = 0usize;
@@ -282,5 +322,19 @@ mod tests {
         assert_eq!(g.within_hops([0], 3), vec![0, 1, 2, 3]);
         assert_eq!(g.within_hops([0, 5], 1), vec![0, 1, 5, 6]);
         assert_eq!(g.within_hops([4], 10), vec![0, 1, 2, 3, 4]);
+    }
+
+    /// Arcs 0→1, 2→1, 1→2 and 3→0 (plus a self loop and a duplicate that are dropped).
+    #[test]
+    fn directed_graphs_keep_senders_per_receiver() {
+        let g = Graph::from_senders(vec![vec![3], vec![2, 0, 1, 2], vec![1], vec![]]);
+        assert!(g.is_directed());
+        assert_eq!((g.neighbors(1), g.num_edges(), g.degree(3)), (&[0u32, 2][..], 4, 0));
+        assert_eq!(g.edges().collect::<Vec<_>>(), vec![(3, 0), (0, 1), (2, 1), (1, 2)]);
+        // Keep {1, 2, 3} → local 0, 1, 2: arcs 2→1 become 1→0 and 1→2 becomes 0→1; the
+        // arc 0→1 comes from outside.
+        let (sub, cut) = g.induced_subgraph(&[1, 2, 3]);
+        assert_eq!((sub.edges().collect::<Vec<_>>(), cut), (vec![(1, 0), (0, 1)], 1));
+        assert!(sub.is_directed());
     }
 }

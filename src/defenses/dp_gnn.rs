@@ -361,6 +361,7 @@ impl LocalTrainer for DpGnn {
             ),
             epsilon: if rounds == 0 { 0.0 } else { spent.epsilon },
             delta: plan.delta,
+            effects: Default::default(),
         })
     }
 }

@@ -113,13 +113,15 @@ impl DataTransform for LpgnnData {
             protects: "node features and the labels of train and validation nodes: ε-LDP per node (ε = ε_x + ε_y)".into(),
             epsilon: self.epsilon,
             delta: 0.0,
+            effects: Default::default(),
         }))
     }
 }
 
-struct DropTransform {
-    ky: usize,
-    forward_correction: bool,
+/// The Drop loss as a loss transform (Solitude's label smoothing reuses it).
+pub struct DropTransform {
+    pub ky: usize,
+    pub forward_correction: bool,
 }
 
 impl LossTransform for DropTransform {

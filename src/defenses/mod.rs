@@ -70,6 +70,14 @@ defenses! {
     /// DP-GNN (Daigavane et al.): node-level DP-SGD with degree bounding, per-node
     /// clipping and the multi-term RDP accountant, as the client's local trainer.
     DpGnn(dp_gnn::DpGnnConfig) = "dp-gnn",
+    /// The RGNN pipeline (Bhaila et al.): GRR-FS on discrete features, label RR,
+    /// reconstruction of both over the graph, and the LLP regulariser over METIS bags.
+    Rgnn(rgnn::RgnnConfig) = "rgnn",
+    /// Solitude's edge LDP alone: every node randomizes its adjacency row (Warner RR).
+    EdgeLdp(edge_ldp::EdgeLdpConfig) = "edge-ldp",
+    /// The Solitude pipeline (Lin et al.): multi-bit features, edge LDP, feature and
+    /// label smoothing, and graph calibration with a learned sparse adjacency.
+    Solitude(solitude::SolitudeConfig) = "solitude",
 }
 
 /// The client pipeline of a scenario's defenses (`(name, spec)` in declared order).

@@ -69,6 +69,12 @@ pub trait LossTransform: Send + Sync {
     fn wrap(&self, client: usize, data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>>;
 }
 
+impl<T: LossTransform + ?Sized> LossTransform for Arc<T> {
+    fn wrap(&self, client: usize, data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
+        (**self).wrap(client, data, inner)
+    }
+}
+
 /// One defense: its name (as the scenario names it) and the roles it plays.
 pub struct Defense {
     pub name: String,

@@ -222,6 +222,14 @@ impl Federation {
             for &i in &selected {
                 trained[i] += 1;
             }
+            // A trainer that refines the client's graph (a learned adjacency) leaves it to
+            // the client: evaluation and later rounds use it.
+            for (k, &i) in selected.iter().enumerate() {
+                if let Some(g) = &outcomes[k].1.refined_graph {
+                    self.clients[i].tensors.graph = g.clone();
+                }
+            }
+            let states = &self.clients;
 
             // Read off the device only for a server granted the clients' own gradients.
             let exact: Vec<_> = outcomes

@@ -8,6 +8,8 @@
 //! - **dirichlet**: label skew, each class spread over the clients by Dir(α)
 //!   proportions ([`dirichlet`]).
 //!
+//! ([`kway`]: balanced k-way partitioning by METIS, RGNN's LLP bags; not a client method.)
+//!
 //! Every client is the subgraph induced by its nodes: edges between clients are dropped
 //! (and counted in [`DroppedEdges`]). All randomness comes from
 //! `rng::derive(seed, "louvain" | "fluid" | "dirichlet", [])`.
@@ -15,6 +17,7 @@
 pub mod assign;
 pub mod dirichlet;
 pub mod fluid;
+pub mod kway;
 pub mod louvain;
 
 use serde::{Deserialize, Serialize};

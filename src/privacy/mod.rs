@@ -6,11 +6,16 @@
 //! - [`multibit`]: LPGNN's multi-bit mechanism on feature rows ("mbm", "1bm")
 //! - [`laplace`]: LPGNN's Laplace mechanism on feature rows ("lpm")
 //! - [`gaussian`]: LPGNN's analytic Gaussian mechanism on feature rows ("agm")
+//! - [`grr_fs`]: RGNN's GRR-FS on discrete feature rows (m features through GRR, the rest
+//!   uniform) and its frequency estimator
+//! - [`edge_rr`]: Solitude's edge LDP, Warner RR on a node's adjacency row, sampled sparsely
 //! - [`accountant`]: RDP accountants for DP training — DP-GNN's multi-term accountant and
 //!   DP-SGD's subsampled Gaussian — with the RDP → (ε, δ) conversion and σ for a target ε
 
 pub mod accountant;
+pub mod edge_rr;
 pub mod gaussian;
+pub mod grr_fs;
 pub mod laplace;
 pub mod multibit;
 pub mod rr;
@@ -87,6 +92,10 @@ pub struct PrivacyCost {
     #[serde(serialize_with = "serialize_epsilon")]
     pub epsilon: f64,
     pub delta: f64,
+    /// What the defense did to the client's data, as counts (e.g. edge LDP: edges kept
+    /// and added; graph calibration: edges removed, of them fake), for the report.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub effects: std::collections::BTreeMap<String, f64>,
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::{Cells, PaperValue, Report, eps, setting};
+use super::{Cells, PaperValue, Report, Setting, TableOptions, eps, setting};
 use crate::error::{Error, Result};
 use crate::run::{self, RunOptions};
 use crate::scenario::Scenario;
@@ -23,36 +23,6 @@ use crate::scenario::Scenario;
 /// The embedded base scenario.
 pub const SCENARIO: &str = include_str!("../../scenarios/lpgnn-cora.yaml");
 
-/// Which settings to run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LpgnnSetting {
-    /// One client holds the whole graph (the paper).
-    Centralized,
-    /// 10 Louvain clients, FedAvg.
-    Federated,
-}
-
-impl LpgnnSetting {
-    fn name(self) -> &'static str {
-        match self {
-            LpgnnSetting::Centralized => "centralized",
-            LpgnnSetting::Federated => "federated",
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct LpgnnOptions {
-    pub dataset: String,
-    pub runs: usize,
-    pub settings: Vec<LpgnnSetting>,
-    /// Epochs instead of 500 (a quick look; the federated setting splits them into
-    /// 10-epoch rounds, at least one).
-    pub epochs: Option<usize>,
-    /// Only the cells whose label (see [`CELLS`]) is listed; all when empty.
-    pub cells: Vec<String>,
-    pub run: RunOptions,
-}
 
 /// The paper's name of a dataset the LPGNN code ran, for the hyper-parameter tables.
 fn paper_dataset(name: &str) -> Option<&'static str> {
@@ -227,20 +197,6 @@ fn cell_overrides(dataset: &str, paper: &str, cell: &CellSpec) -> Result<(Vec<St
     Ok((overrides, s))
 }
 
-fn setting_overrides(s: LpgnnSetting, epochs: usize) -> Vec<String> {
-    match s {
-        LpgnnSetting::Centralized => vec![format!("train.epochs={epochs}")],
-        LpgnnSetting::Federated => vec![
-            "federation.centralized=false".into(),
-            "partition={method: louvain, clients: 10}".into(),
-            format!("federation.rounds={}", epochs.div_ceil(10)),
-            format!("train.epochs={}", epochs.min(10)),
-            "train.keep_optimizer_state=true".into(),
-            "train.selection=last".into(),
-        ],
-    }
-}
-
 /// Test accuracy (%) of one run: the last round's global model (the selected epoch's
 /// model when centralized).
 fn run_once(overrides: &[String], opts: &RunOptions) -> Result<f64> {
@@ -262,14 +218,7 @@ const CORA_CODE_TODAY: &str = "What the published code gives today (bench/lpgnn_
 
 /// Run the LPGNN reproduction and write `reproduce.md` / `reproduce.csv`; returns the
 /// results directory.
-pub fn lpgnn(opts: &LpgnnOptions, out: Option<&Path>, force: bool) -> Result<PathBuf> {
-    if opts.runs == 0 {
-        return Err(Error::param("--runs", "at least 1 run is needed"));
-    }
-    if opts.epochs == Some(0) {
-        return Err(Error::param("--epochs", "at least 1 epoch is needed"));
-    }
-    super::check_dataset(&opts.dataset)?;
+pub fn lpgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<PathBuf> {
     let paper = paper_dataset(&opts.dataset).ok_or_else(|| {
         Error::param(
             "--dataset",
@@ -280,10 +229,7 @@ pub fn lpgnn(opts: &LpgnnOptions, out: Option<&Path>, force: bool) -> Result<Pat
         )
     })?;
     let labels: Vec<&str> = CELLS.iter().map(|c| c.label).collect();
-    if let Some(bad) = opts.cells.iter().find(|c| !labels.contains(&c.as_str())) {
-        return Err(Error::param("--cells", format!("unknown cell `{bad}`; cells: {}", labels.join(", "))));
-    }
-    let chosen: Vec<&CellSpec> = CELLS.iter().filter(|c| opts.cells.is_empty() || opts.cells.iter().any(|l| l == c.label)).collect();
+    let chosen: Vec<&CellSpec> = opts.chosen(&labels)?.into_iter().map(|i| &CELLS[i]).collect();
     // Fail on a dataset that cannot be loaded (e.g. without features) before claiming
     // the results directory.
     let (first, _) = cell_overrides(&opts.dataset, paper, chosen[0])?;
@@ -300,11 +246,11 @@ pub fn lpgnn(opts: &LpgnnOptions, out: Option<&Path>, force: bool) -> Result<Pat
             let (base, setting) = cell_overrides(&opts.dataset, paper, cell)?;
             // REPRODUCTION.md gives Cora's centralized values only.
             let value =
-                cell.cora.filter(|_| paper == "cora" && s == LpgnnSetting::Centralized).map(|(mean, ci95)| PaperValue { mean, ci95 });
+                cell.cora.filter(|_| paper == "cora" && s == Setting::Centralized).map(|(mean, ci95)| PaperValue { mean, ci95 });
             for seed in 0..opts.runs {
                 let mut o = base.clone();
                 o.push(format!("seed={seed}"));
-                o.extend(setting_overrides(s, epochs));
+                o.extend(s.overrides(epochs));
                 let acc = run_once(&o, &quiet)?;
                 cells.push(s.name(), "sage", &setting, "test_accuracy", acc, value);
             }

@@ -7,10 +7,12 @@
 //! - `metric`: `test_accuracy` (in %), `cos_sim` or `js_div`;
 //! - `paper_mean`, `paper_ci95`, `within`: empty where the paper gives no value.
 //!
-//! One file per paper: [`ec_lda`], [`lpgnn`].
+//! One file per paper: [`ec_lda`], [`lpgnn`], [`rgnn`], [`solitude`].
 
 pub mod ec_lda;
 pub mod lpgnn;
+pub mod rgnn;
+pub mod solitude;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -18,11 +20,77 @@ use std::path::{Path, PathBuf};
 use rand::Rng as _;
 
 pub use ec_lda::{EcLdaOptions, EcLdaPart, MODELS};
-pub use lpgnn::LpgnnOptions;
 
 use crate::error::{Error, Result};
 use crate::results::{self, ResultsDir};
 use crate::rng;
+
+/// Where a table's cells run: the paper's setting or ours over clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Setting {
+    /// One client holds the whole graph (the papers).
+    Centralized,
+    /// 10 Louvain clients, FedAvg.
+    Federated,
+}
+
+impl Setting {
+    /// The `table` column.
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::Centralized => "centralized",
+            Setting::Federated => "federated",
+        }
+    }
+
+    /// Scenario overrides for `epochs` of local training: all of them centralized; over
+    /// 10 Louvain clients, ⌈epochs/10⌉ FedAvg rounds of 10 epochs (fewer if `epochs` <
+    /// 10) with each client's optimizer state kept, the last epoch's model sent.
+    pub fn overrides(self, epochs: usize) -> Vec<String> {
+        match self {
+            Setting::Centralized => vec![format!("train.epochs={epochs}")],
+            Setting::Federated => vec![
+                "federation.centralized=false".into(),
+                "partition={method: louvain, clients: 10}".into(),
+                format!("federation.rounds={}", epochs.div_ceil(10)),
+                format!("train.epochs={}", epochs.min(10)),
+                "train.keep_optimizer_state=true".into(),
+                "train.selection=last".into(),
+            ],
+        }
+    }
+}
+
+/// What a table reproduction (`lpgnn`, `rgnn`, `solitude`) is asked to run.
+#[derive(Debug, Clone)]
+pub struct TableOptions {
+    pub dataset: String,
+    /// Runs (seeds 0..runs) per cell.
+    pub runs: usize,
+    pub settings: Vec<Setting>,
+    /// Epochs instead of the paper's (a quick look).
+    pub epochs: Option<usize>,
+    /// Only the cells with these labels; all when empty.
+    pub cells: Vec<String>,
+    pub run: crate::run::RunOptions,
+}
+
+impl TableOptions {
+    /// Check the options against the table's cell `labels`; the indices of the chosen cells.
+    pub fn chosen(&self, labels: &[&str]) -> Result<Vec<usize>> {
+        if self.runs == 0 {
+            return Err(Error::param("--runs", "at least 1 run is needed"));
+        }
+        if self.epochs == Some(0) {
+            return Err(Error::param("--epochs", "at least 1 epoch is needed"));
+        }
+        check_dataset(&self.dataset)?;
+        if let Some(bad) = self.cells.iter().find(|c| !labels.contains(&c.as_str())) {
+            return Err(Error::param("--cells", format!("unknown cell `{bad}`; cells: {}", labels.join(", "))));
+        }
+        Ok((0..labels.len()).filter(|&i| self.cells.is_empty() || self.cells.iter().any(|c| c == labels[i])).collect())
+    }
+}
 
 /// The columns of `reproduce.csv`, in order.
 pub const CSV_HEADER: &str = "paper,table,dataset,model,setting,metric,runs,ours_mean,ours_ci95,paper_mean,paper_ci95,within";

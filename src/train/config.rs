@@ -21,6 +21,9 @@ pub enum Selection {
     Last,
     /// The epoch with the lowest validation loss.
     ValLoss,
+    /// The epoch with the highest validation accuracy (RGNN's rule; its validation
+    /// labels are the reconstructed noisy ones).
+    ValAcc,
     /// LPGNN's rule (its `trainer.py`): lower validation loss, and validation and train
     /// accuracy both higher but capped by what the noisy labels allow.
     Lpgnn,
@@ -37,7 +40,7 @@ pub struct TrainConfig {
     /// Full-batch epochs per round (E).
     pub epochs: usize,
     /// Which epoch's model each client keeps, per round: `last`, `val-loss` (lowest
-    /// validation loss) or `lpgnn` (LPGNN's published rule).
+    /// validation loss), `val-acc` (highest validation accuracy) or `lpgnn` (LPGNN's published rule).
     pub selection: Selection,
     /// Keep each client's optimizer state (momentum, Adam moments) from one round to
     /// the next instead of starting fresh; with one client (centralized) this is plain

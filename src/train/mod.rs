@@ -236,6 +236,9 @@ pub struct LocalStats {
     /// on the device: only a server under [`crate::fed::ThreatModel::GradientAccess`]
     /// reads it ([`HeadSteps::averaged`]), so no other run pays for copying it out.
     pub head_gradient: Option<HeadSteps>,
+    /// The client's graph as training left it, when the trainer refines it (a learned
+    /// adjacency): the client evaluates and trains on it from then on.
+    pub refined_graph: Option<GraphTensors>,
 }
 
 /// A linear head's per-step gradients over one round, as device tensors.
@@ -300,42 +303,67 @@ pub fn optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
 /// autodiff device), stepping `optim`. Dropout masks come from `rng`. The model
 /// returned is the one `cfg.selection` keeps (the last one by default).
 pub fn train_local(
-    mut model: NodeClassifier,
+    model: NodeClassifier,
     data: &ClientTensors,
     cfg: &TrainConfig,
     loss_fn: &dyn Loss,
     optim: &mut ModuleOptimizer,
     rng: &mut Rng,
 ) -> (NodeClassifier, LocalStats) {
+    train_local_with(model, data, cfg, loss_fn, optim, rng, &mut |_, _, _| None)
+}
+
+/// [`train_local`] where the client may refine its graph after every model step
+/// (Solitude's learned adjacency): `refine(model, data, rng)` returns the tensors the
+/// next epoch (and the model selection of this one) uses, or `None` to keep them. The
+/// graph of the kept epoch is returned in [`LocalStats::refined_graph`] when it changed.
+pub fn train_local_with(
+    mut model: NodeClassifier,
+    data: &ClientTensors,
+    cfg: &TrainConfig,
+    loss_fn: &dyn Loss,
+    optim: &mut ModuleOptimizer,
+    rng: &mut Rng,
+    refine: &mut dyn FnMut(&NodeClassifier, &ClientTensors, &mut Rng) -> Option<ClientTensors>,
+) -> (NodeClassifier, LocalStats) {
     let mut stats = LocalStats::default();
     let mut selector = Selector::new(cfg.selection, data.label_keep);
-    let mut best: Option<NodeClassifier> = None;
+    let mut best: Option<(NodeClassifier, Option<GraphTensors>)> = None;
+    let mut current: Option<ClientTensors> = None;
+    let wants_val_acc = matches!(cfg.selection, Selection::Lpgnn | Selection::ValAcc);
     for epoch in 0..cfg.epochs {
-        let out = model.forward_with(&data.input, &data.graph, data.input_kprop, Some(&mut *rng));
-        let Some(loss) = loss_fn.loss(&out, data) else { break };
+        let d = current.as_ref().unwrap_or(data);
+        let out = model.forward_with(&d.input, &d.graph, d.input_kprop, Some(&mut *rng));
+        let Some(loss) = loss_fn.loss(&out, d) else { break };
         stats.epoch_losses.push(f64::from(loss.clone().into_scalar::<f32>()));
         // LPGNN measures train accuracy on the training pass itself (dropout on).
-        let train_acc = (cfg.selection == Selection::Lpgnn).then(|| accuracy(&out.logits, &data.train)).flatten();
+        let train_acc = (cfg.selection == Selection::Lpgnn).then(|| accuracy(&out.logits, &d.train)).flatten();
         let grads = GradientsParams::from_grads(loss.backward(), &model);
         if let Some(head) = &model.head {
             let g = stats.head_gradient.get_or_insert_with(HeadSteps::default);
             g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|b| grads.get::<1>(b.id)));
         }
         model = optim.step(cfg.lr, model, grads);
+        if let Some(next) = refine(&model, d, rng) {
+            current = Some(next);
+        }
+        let d = current.as_ref().unwrap_or(data);
         if cfg.selection != Selection::Last {
-            let eval = forward_eval(&model, data);
+            let eval = forward_eval(&model, d);
             let score = EpochScore {
-                val_loss: loss_fn.val_loss(&eval, data),
-                val_acc: (cfg.selection == Selection::Lpgnn).then(|| accuracy(&eval.logits, &data.val)).flatten(),
+                val_loss: loss_fn.val_loss(&eval, d),
+                val_acc: wants_val_acc.then(|| accuracy(&eval.logits, &d.val)).flatten(),
                 train_acc,
             };
             if selector.improves(score) {
-                best = Some(model.clone());
+                best = Some((model.clone(), current.as_ref().map(|c| c.graph.clone())));
                 stats.selected_epoch = Some(epoch);
             }
         }
     }
-    (best.unwrap_or(model), stats)
+    let (model, graph) = best.unwrap_or((model, current.map(|c| c.graph)));
+    stats.refined_graph = graph;
+    (model, stats)
 }
 
 /// What model selection looks at after one epoch.
@@ -364,6 +392,7 @@ impl Selector {
     /// Whether the epoch scored `s` becomes the best one (and remember it if so).
     ///
     /// * `val-loss`: lower validation loss than every earlier epoch.
+    /// * `val-acc`: higher validation accuracy than every earlier epoch (the first wins ties).
     /// * `lpgnn` (LPGNN's `trainer.py`): the first epoch; afterwards one with a lower
     ///   validation loss, a higher validation accuracy that stays ≤ P[y][y], and a
     ///   higher train accuracy that stays ≤ 1.05·P[y][y] than the best so far.
@@ -372,6 +401,8 @@ impl Selector {
             (Selection::Last, _) => false,
             (Selection::ValLoss, None) => s.val_loss.is_some(),
             (Selection::ValLoss, Some(b)) => matches!((s.val_loss, b.val_loss), (Some(v), Some(bv)) if v < bv),
+            (Selection::ValAcc, None) => s.val_acc.is_some(),
+            (Selection::ValAcc, Some(b)) => matches!((s.val_acc, b.val_acc), (Some(v), Some(bv)) if v > bv),
             (Selection::Lpgnn, None) => true,
             (Selection::Lpgnn, Some(b)) => {
                 let lower = |a: Option<f64>, b: Option<f64>| matches!((a, b), (Some(a), Some(b)) if a < b);
@@ -480,6 +511,9 @@ mod tests {
         let picks: Vec<bool> = [3.0, 2.0, 2.5, 1.0, 1.0].iter().map(|&l| v.improves(score(l, 0.0, 0.0))).collect();
         assert_eq!(picks, [true, true, false, true, false]);
         assert!(!Selector::new(Selection::Last, 1.0).improves(score(0.0, 1.0, 1.0)));
+        let mut a = Selector::new(Selection::ValAcc, 1.0);
+        let picks: Vec<bool> = [0.3, 0.5, 0.5, 0.4, 0.6].iter().map(|&acc| a.improves(score(9.0, acc, 0.0))).collect();
+        assert_eq!(picks, [true, true, false, false, true]);
     }
 
     #[test]

@@ -1,0 +1,138 @@
+//! RGNN and Solitude end to end: graph calibration on a generated graph with planted
+//! fake edges, the parameter errors, and (with the real Cora files; they fail under
+//! `CI=true` when the data is missing) cells of both reproduction tables.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use fgl_sim::run::{self, RunOptions};
+use fgl_sim::scenario::Scenario;
+
+fn fgl(args: &[&str], data: Option<&Path>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_fgl-sim"));
+    c.args(args);
+    if let Some(d) = data {
+        c.arg("--data-dir").arg(d);
+    }
+    c.output().expect("run fgl-sim")
+}
+
+fn rows(dir: &Path) -> Vec<Vec<String>> {
+    let csv = std::fs::read_to_string(dir.join("reproduce.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some(fgl_sim::reproduce::CSV_HEADER));
+    lines.map(|l| l.split(',').map(str::to_string).collect()).collect()
+}
+
+/// The quickstart's generated graph (1 000 nodes, 4 000 edges, homophily 0.8),
+/// centralized, SAGE.
+fn synthetic(defense: &str, extra: &[&str]) -> Scenario {
+    let mut o = vec![
+        "federation.centralized=true".to_string(),
+        "federation.rounds=1".into(),
+        "model.arch=sage".into(),
+        "train.optimizer=adam".into(),
+        "train.lr=0.01".into(),
+        "train.weight_decay=0".into(),
+        "train.epochs=100".into(),
+        format!("defenses=[{defense}]"),
+    ];
+    o.extend(extra.iter().map(|s| s.to_string()));
+    Scenario::parse(include_str!("../scenarios/quickstart.yaml"), "quickstart", &o).unwrap()
+}
+
+/// Edge RR at ε_a = 5 plants ≈ 1 000·999/(1 + e⁵) ≈ 6 700 fake arcs among ≈ 8 000 true
+/// ones (clean features, so the task gradient can tell them apart). Calibration must
+/// remove a real number of edges, and a larger share of fake ones among them than the
+/// fake share of the reported graph (chance) by at least 15 points; without the task
+/// term (γ = 0) the equilibrium weight is 0.5 and nothing is removed.
+#[test]
+fn calibration_removes_planted_fake_edges_better_than_chance() {
+    let effects = |gamma: &str| {
+        let s = synthetic(&format!("{{kind: solitude, epsilon_x: .inf, epsilon_a: 5, kx: 0, ky: 0, gamma: {gamma}}}"), &[]);
+        let p = run::prepare(&s, None).unwrap();
+        let fed = run::train(&s, &p, &RunOptions { quiet: true, ..RunOptions::default() }).unwrap();
+        let privacy = &fed.privacy[0];
+        assert_eq!(privacy.len(), 2, "the edge mechanism's line and calibration's");
+        assert_eq!((privacy[0].epsilon, privacy[1].epsilon), (f64::INFINITY, 0.0), "ε_x = ∞ + ε_a; calibration is post-processing");
+        (privacy[0].effects.clone(), privacy[1].effects.clone())
+    };
+    let (edges, calib) = effects("20");
+    let chance = edges["noisy_edges_fake"] / edges["noisy_edges"];
+    let (removed, removed_fake) = (calib["calibration_removed"], calib["calibration_removed_fake"]);
+    assert!((0.3..0.6).contains(&chance), "fake share of the reported graph {chance}");
+    assert!(removed >= 100.0, "removed {removed}");
+    assert!(removed_fake / removed >= chance + 0.15, "removed {removed}, of them fake {removed_fake}; chance {chance}");
+    let (_, calib) = effects("0");
+    assert_eq!(calib["calibration_removed"], 0.0);
+}
+
+/// Bad parameters: one message naming the field and what is allowed, non-zero exit,
+/// nothing written.
+#[test]
+fn bad_rgnn_and_edge_parameters_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: [(&str, &str); 6] = [
+        // The generated features are Gaussian: GRR-FS needs discrete codes.
+        ("{kind: rgnn, epsilon_x: 1, m: 2, epsilon_y: 1}", "GRR-FS needs discrete features"),
+        ("{kind: rgnn, epsilon_x: 1, m: 100, epsilon_y: 1}", "m = 100 exceeds d = 8"),
+        ("{kind: rgnn, epsilon_x: 1, m: 2, epsilon_y: 1, domain_size: 1}", "defense `rgnn`: domain_size"),
+        ("{kind: rgnn, epsilon_x: 0, epsilon_y: 1}", "ε must be > 0"),
+        ("{kind: edge-ldp, epsilon: 1, max_edges: 5000}", "the smallest ε that fits is"),
+        ("{kind: solitude, epsilon_x: 1, epsilon_a: 8, kx: 4, ky: 2, lambda2: -1}", "defense `solitude`: lambda2"),
+    ];
+    for (i, (defense, expected)) in cases.iter().enumerate() {
+        let out = tmp.path().join(format!("r{i}"));
+        let group = if defense.contains("m: 100") || defense.contains("domain_size") { "dataset.preprocess={group_columns: 4}" } else { "seed=0" };
+        let o = fgl(
+            &["run", "scenarios/quickstart.yaml", "--set", &format!("defenses=[{defense}]"), "--set", group, "--out", out.to_str().unwrap()],
+            None,
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{defense}: succeeded");
+        assert!(err.contains(expected), "{defense}: {err}");
+        assert!(!out.join("metrics.json").exists(), "{defense}: wrote results");
+    }
+}
+
+/// RGNN on Cora, 3 runs per cell, centralized: the reconstruction is what makes the
+/// perturbed data learnable (RGNN well above GraphSAGE on the perturbed data at the
+/// same ε), and accuracy falls with ε_y. Each cell's value and the paper's are in the
+/// CSV; REPRODUCTION.md's tolerance is not asserted (see the issue note).
+#[test]
+fn rgnn_cells_on_cora() {
+    let Some(data) = common::data_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("rgnn");
+    let mut args = vec!["reproduce", "rgnn", "--runs", "3", "--setting", "centralized", "--out", out.to_str().unwrap()];
+    for c in ["rgnn-y3", "rgnn-y0.5", "perturbed-y3"] {
+        args.extend(["--cell", c]);
+    }
+    let o = fgl(&args, Some(&data));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = rows(&out);
+    assert_eq!(rows.len(), 3);
+    let acc: Vec<f64> = rows.iter().map(|r| r[7].parse().unwrap()).collect();
+    assert_eq!(rows[0][4], "method=rgnn;eps_x=1;eps_y=3;kx=16;ky=16");
+    assert_eq!((&rows[0][0][..], &rows[0][9][..]), ("rgnn", "77.8"));
+    assert!(acc[0] > acc[2] + 25.0 && acc[0] > acc[1] + 15.0, "{acc:?}");
+}
+
+/// Solitude on Cora: the federated setting (10 clients, each perturbing and calibrating
+/// its own subgraph) runs and reports what calibration removed.
+#[test]
+fn solitude_federated_on_cora_reports_calibration() {
+    let Some(data) = common::data_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sol");
+    let args = ["reproduce", "solitude", "--runs", "1", "--epochs", "50", "--setting", "federated", "--cell", "solitude-a8", "--out", out.to_str().unwrap()];
+    let o = fgl(&args, Some(&data));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = rows(&out);
+    assert_eq!((rows.len(), &rows[0][1][..], &rows[0][4][..]), (1, "federated", "method=solitude;eps_x=1;eps_a=8;kx=4;ky=2"));
+    let acc: f64 = rows[0][7].parse().unwrap();
+    assert!(acc > 30.0, "{acc}");
+    assert!(std::fs::read_to_string(out.join("reproduce.md")).unwrap().contains("removed by calibration"));
+}
