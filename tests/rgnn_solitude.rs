@@ -74,20 +74,21 @@ fn calibration_removes_planted_fake_edges_better_than_chance() {
 #[test]
 fn bad_rgnn_and_edge_parameters_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
-    let cases: [(&str, &str); 6] = [
+    let grouped = "dataset.preprocess={group_columns: 4}";
+    let cases: [(&str, &str, &str); 7] = [
         // The generated features are Gaussian: GRR-FS needs discrete codes.
-        ("{kind: rgnn, epsilon_x: 1, m: 2, epsilon_y: 1}", "GRR-FS needs discrete features"),
-        ("{kind: rgnn, epsilon_x: 1, m: 100, epsilon_y: 1}", "m = 100 exceeds d = 8"),
-        ("{kind: rgnn, epsilon_x: 1, m: 2, epsilon_y: 1, domain_size: 1}", "defense `rgnn`: domain_size"),
-        ("{kind: rgnn, epsilon_x: 0, epsilon_y: 1}", "ε must be > 0"),
-        ("{kind: edge-ldp, epsilon: 1, max_edges: 5000}", "the smallest ε that fits is"),
-        ("{kind: solitude, epsilon_x: 1, epsilon_a: 8, kx: 4, ky: 2, lambda2: -1}", "defense `solitude`: lambda2"),
+        ("{kind: rgnn, epsilon_x: 1, m: 2, epsilon_y: 1}", "seed=0", "GRR-FS needs discrete features"),
+        ("{kind: rgnn, epsilon_x: 1, m: 100, epsilon_y: 1}", grouped, "m = 100 exceeds d = 8"),
+        ("{kind: rgnn, epsilon_x: 1, m: 2, epsilon_y: 1, domain_size: 1}", grouped, "defense `rgnn`: domain_size"),
+        ("{kind: rgnn, epsilon_x: 0, epsilon_y: 1}", "seed=0", "ε must be > 0"),
+        ("{kind: edge-ldp, epsilon: 1, max_edges: 5000}", "seed=0", "the smallest ε that fits is"),
+        ("{kind: solitude, epsilon_x: 1, epsilon_a: 8, kx: 4, ky: 2, lambda2: -1}", "seed=0", "defense `solitude`: lambda2"),
+        ("{kind: solitude, epsilon_x: .inf, epsilon_a: 8, kx: 4, ky: 2}", "model.arch=gat", "GAT ignores them"),
     ];
-    for (i, (defense, expected)) in cases.iter().enumerate() {
+    for (i, (defense, extra, expected)) in cases.iter().enumerate() {
         let out = tmp.path().join(format!("r{i}"));
-        let group = if defense.contains("m: 100") || defense.contains("domain_size") { "dataset.preprocess={group_columns: 4}" } else { "seed=0" };
         let o = fgl(
-            &["run", "scenarios/quickstart.yaml", "--set", &format!("defenses=[{defense}]"), "--set", group, "--out", out.to_str().unwrap()],
+            &["run", "scenarios/quickstart.yaml", "--set", &format!("defenses=[{defense}]"), "--set", extra, "--out", out.to_str().unwrap()],
             None,
         );
         let err = String::from_utf8_lossy(&o.stderr);
