@@ -4,8 +4,8 @@
 //! German and Student columns are already integer codes), a random 50/25/25 split,
 //! GraphSAGE 2 × 16 with ReLU, Adam (lr 0.01) for 100 full-batch epochs, the epoch of
 //! best validation accuracy kept. Rows: RGNN (GRR-FS with m = 10 at ε_x = 1 per
-//! feature, label RR, Kx = Ky = 16, 16 METIS bags, α = 1), LPGNN on the same grouped
-//! features (multi-bit at ε_x = 1 per node, Kx / Ky from LPGNN's Cora table), and
+//! feature, label RR, Kx = Ky = 16, 16 METIS bags, α = 1), LPGNN on the same
+//! features min-max scaled (multi-bit at ε_x = 1 per node, Kx / Ky from LPGNN's Cora table), and
 //! GraphSAGE on the perturbed data (GRR-FS and RR, no reconstruction, no LLP), at
 //! ε_y ∈ {3, 2, 1, 0.5}; and the non-private model. The scenario is
 //! `scenarios/rgnn-cora.yaml` (embedded); each cell overrides its fields.
@@ -89,9 +89,12 @@ fn lpgnn_steps(eps_y: f64) -> (usize, usize) {
 /// The scenario overrides of one cell (without seed and setting) and its `setting`.
 fn cell_overrides(dataset: &str, method: Method, eps_y: f64) -> (Vec<String>, String) {
     let mut o = vec![format!("dataset.name={dataset}")];
+    // LPGNN's multi-bit mechanism needs [0, 1]: min-max after grouping (binary grouped
+    // columns stay as they are; integer codes are scaled).
+    let minmax = method == Method::Lpgnn;
     o.push(match group_columns(dataset) {
-        Some(k) => format!("dataset.preprocess={{group_columns: {k}}}"),
-        None => "dataset.preprocess={}".to_string(),
+        Some(k) => format!("dataset.preprocess={{group_columns: {k}, minmax: {minmax}}}"),
+        None => format!("dataset.preprocess={{minmax: {minmax}}}"),
     });
     let y = eps(eps_y);
     let (defense, kx, ky) = match method {
@@ -125,11 +128,14 @@ pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Path
     let labels: Vec<&str> = all.iter().map(|(l, _, _)| l.as_str()).collect();
     let chosen: Vec<_> = opts.chosen(&labels)?.into_iter().map(|i| &all[i]).collect();
     // Fail on a dataset that cannot be loaded or perturbed before claiming the results
-    // directory: one run of the first private cell (or the first chosen) at 1 epoch.
-    let probe = chosen.iter().find(|c| c.1 == Method::Rgnn).unwrap_or(&chosen[0]);
-    let (mut o, _) = cell_overrides(&opts.dataset, probe.1, probe.2);
-    o.push("train.epochs=1".into());
-    run_once(&o, &RunOptions { quiet: true, ..opts.run.clone() })?;
+    // directory: one epoch of the first chosen cell of every method.
+    for method in [Method::NonPrivate, Method::Rgnn, Method::Lpgnn, Method::Perturbed] {
+        if let Some(probe) = chosen.iter().find(|c| c.1 == method) {
+            let (mut o, _) = cell_overrides(&opts.dataset, probe.1, probe.2);
+            o.push("train.epochs=1".into());
+            run_once(&o, &RunOptions { quiet: true, ..opts.run.clone() })?;
+        }
+    }
     let (dir, results_dir) = super::claim(out, &format!("reproduce-rgnn-{}", opts.dataset), force)?;
 
     let epochs = opts.epochs.unwrap_or(100);
@@ -162,7 +168,7 @@ pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Path
          (lr 0.01), {epochs} epochs, the epoch of best validation accuracy (on the reconstructed noisy labels). `rgnn`: GRR-FS \
          with m = {M} features per node at ε_x = {EPS_X} each (a node spends m·ε_x = {}), RR on train and validation labels, \
          Kx = Ky = 16, LLP over 16 METIS bags with α = 1. `lpgnn`: LPGNN's multi-bit mechanism at ε_x = {EPS_X} per node on the \
-         same grouped features, RR, KProp and the Drop loss with Kx / Ky of LPGNN's Cora table. `perturbed`: GRR-FS and RR as \
+         same features min-max scaled, RR, KProp and the Drop loss with Kx / Ky of LPGNN's Cora table. `perturbed`: GRR-FS and RR as \
          `rgnn`, trained as they are. `within`: |ours − paper| ≤ max(paper ±, 2 points). `federated`: 10 Louvain clients, \
          each perturbing and reconstructing on its own subgraph (cross-client edges dropped); FedAvg, {} round(s) × {} \
          epoch(s), last round scored; no paper value.\n\nDifferences from the released code, on purpose (docs/ldp-graphs.md): γ \
@@ -192,7 +198,8 @@ mod tests {
         assert_eq!(all.len(), 13);
         let (o, s) = cell_overrides("planetoid-cora", Method::Rgnn, 0.5);
         assert_eq!(s, "method=rgnn;eps_x=1;eps_y=0.5;kx=16;ky=16");
-        assert!(o.contains(&"dataset.preprocess={group_columns: 25}".to_string()));
+        assert!(o.contains(&"dataset.preprocess={group_columns: 25, minmax: false}".to_string()));
+        assert!(cell_overrides("student", Method::Lpgnn, 1.0).0.contains(&"dataset.preprocess={minmax: true}".to_string()));
         let (_, s) = cell_overrides("german", Method::Lpgnn, 1.0);
         assert_eq!(s, "method=lpgnn;eps_x=1;eps_y=1;kx=2;ky=8");
         assert_eq!(cell_overrides("student", Method::NonPrivate, f64::INFINITY).1, "method=non-private");
