@@ -200,10 +200,8 @@ fn cell_overrides(dataset: &str, paper: &str, cell: &CellSpec) -> Result<(Vec<St
 /// Test accuracy (%) of one run: the last round's global model (the selected epoch's
 /// model when centralized).
 fn run_once(overrides: &[String], opts: &RunOptions) -> Result<f64> {
-    let scenario = Scenario::parse(SCENARIO, "reproduce lpgnn", overrides)?;
-    let prepared = run::prepare(&scenario, opts.data_dir.as_deref())?;
-    let fed = run::train(&scenario, &prepared, opts)?;
-    Ok(100.0 * fed.rounds.last().map_or(f64::NAN, |r| r.test_accuracy))
+    let fed = super::train_cell(SCENARIO, "reproduce lpgnn", overrides, opts)?;
+    Ok(super::test_accuracy(&fed))
 }
 
 /// What the published code gives today on Cora (measured 2026-11-22 on a 2-core CPU
@@ -272,8 +270,7 @@ pub fn lpgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Pat
         epochs.min(10),
     );
     let intro = if paper == "cora" { format!("{intro}\n{CORA_CODE_TODAY}") } else { intro };
-    let within = |mean: f64, _ci: f64, p: &PaperValue| (mean - p.mean).abs() <= p.ci95.unwrap_or(0.0).max(2.0);
-    Report { paper: "lpgnn", dataset: &opts.dataset, cells: &cells, intro, within: &within, timings }.write(&results_dir)?;
+    Report { paper: "lpgnn", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, timings }.write(&results_dir)?;
     Ok(dir)
 }
 

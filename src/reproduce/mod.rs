@@ -92,6 +92,23 @@ impl TableOptions {
     }
 }
 
+/// Train one scenario of a table (`base` with `overrides`).
+pub fn train_cell(base: &str, name: &str, overrides: &[String], opts: &crate::run::RunOptions) -> Result<crate::fed::FedResult> {
+    let scenario = crate::scenario::Scenario::parse(base, name, overrides)?;
+    let prepared = crate::run::prepare(&scenario, opts.data_dir.as_deref())?;
+    crate::run::train(&scenario, &prepared, opts)
+}
+
+/// Test accuracy (%) of the last round's global model.
+pub fn test_accuracy(fed: &crate::fed::FedResult) -> f64 {
+    100.0 * fed.rounds.last().map_or(f64::NAN, |r| r.test_accuracy)
+}
+
+/// REPRODUCTION.md's "within": |ours − paper| ≤ max(paper ±, 2 points).
+pub fn within_accuracy(mean: f64, _ci: f64, p: &PaperValue) -> bool {
+    (mean - p.mean).abs() <= p.ci95.unwrap_or(0.0).max(2.0)
+}
+
 /// The columns of `reproduce.csv`, in order.
 pub const CSV_HEADER: &str = "paper,table,dataset,model,setting,metric,runs,ours_mean,ours_ci95,paper_mean,paper_ci95,within";
 

@@ -15,8 +15,7 @@ use std::time::Instant;
 
 use super::{Cells, PaperValue, Report, Setting, TableOptions, eps, setting};
 use crate::error::Result;
-use crate::run::{self, RunOptions};
-use crate::scenario::Scenario;
+use crate::run::RunOptions;
 
 /// The embedded base scenario.
 pub const SCENARIO: &str = include_str!("../../scenarios/rgnn-cora.yaml");
@@ -115,10 +114,8 @@ fn cell_overrides(dataset: &str, method: Method, eps_y: f64) -> (Vec<String>, St
 }
 
 fn run_once(overrides: &[String], opts: &RunOptions) -> Result<f64> {
-    let scenario = Scenario::parse(SCENARIO, "reproduce rgnn", overrides)?;
-    let prepared = run::prepare(&scenario, opts.data_dir.as_deref())?;
-    let fed = run::train(&scenario, &prepared, opts)?;
-    Ok(100.0 * fed.rounds.last().map_or(f64::NAN, |r| r.test_accuracy))
+    let fed = super::train_cell(SCENARIO, "reproduce rgnn", overrides, opts)?;
+    Ok(super::test_accuracy(&fed))
 }
 
 /// Run the RGNN reproduction and write `reproduce.md` / `reproduce.csv`; returns the
@@ -183,8 +180,7 @@ pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Path
         epochs.div_ceil(10),
         epochs.min(10),
     );
-    let within = |mean: f64, _ci: f64, p: &PaperValue| (mean - p.mean).abs() <= p.ci95.unwrap_or(0.0).max(2.0);
-    Report { paper: "rgnn", dataset: &opts.dataset, cells: &cells, intro, within: &within, timings }.write(&results_dir)?;
+    Report { paper: "rgnn", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, timings }.write(&results_dir)?;
     Ok(dir)
 }
 

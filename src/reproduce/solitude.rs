@@ -13,8 +13,7 @@ use std::time::Instant;
 
 use super::{Cells, PaperValue, Report, Setting, TableOptions, eps, setting};
 use crate::error::Result;
-use crate::run::{self, RunOptions};
-use crate::scenario::Scenario;
+use crate::run::RunOptions;
 
 /// The embedded base scenario.
 pub const SCENARIO: &str = include_str!("../../scenarios/solitude-cora.yaml");
@@ -57,10 +56,8 @@ fn cell_overrides(dataset: &str, method: &str, eps_a: f64) -> (Vec<String>, Stri
 
 /// Test accuracy (%) and, for Solitude, (noisy edges, of them fake, removed, of them fake).
 fn run_once(overrides: &[String], opts: &RunOptions) -> Result<(f64, Option<[f64; 4]>)> {
-    let scenario = Scenario::parse(SCENARIO, "reproduce solitude", overrides)?;
-    let prepared = run::prepare(&scenario, opts.data_dir.as_deref())?;
-    let fed = run::train(&scenario, &prepared, opts)?;
-    let acc = 100.0 * fed.rounds.last().map_or(f64::NAN, |r| r.test_accuracy);
+    let fed = super::train_cell(SCENARIO, "reproduce solitude", overrides, opts)?;
+    let acc = super::test_accuracy(&fed);
     let mut counts = [0.0; 4];
     let mut any = false;
     for client in &fed.privacy {
@@ -155,8 +152,7 @@ pub fn solitude(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<
             "\nWhat calibration did (mean per run over all clients; a directed graph counts arcs):\n\n| setting | ε_a | noisy edges | of them fake | removed by calibration | of them fake |\n|---|---:|---:|---:|---:|---:|\n{calibration}"
         ));
     }
-    let within = |mean: f64, _ci: f64, p: &PaperValue| (mean - p.mean).abs() <= p.ci95.unwrap_or(0.0).max(2.0);
-    Report { paper: "solitude", dataset: &opts.dataset, cells: &cells, intro, within: &within, timings }.write(&results_dir)?;
+    Report { paper: "solitude", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, timings }.write(&results_dir)?;
     Ok(dir)
 }
 
