@@ -358,8 +358,18 @@ impl ClientOracle for Oracle<'_> {
         }
         let (sub, _) = local.graph.induced_subgraph(&kept);
         let k = kept.len();
-        let edges = sub.edges().chain(injection.links.iter().map(|&(i, v)| (k + i, position[v])));
-        let (graph, _) = Graph::from_edges(k + m, edges, "oracle")?;
+        let graph = if sub.is_directed() {
+            // A directed (edge-LDP) graph stays directed; the injected links go both ways.
+            let mut senders: Vec<Vec<u32>> = (0..k).map(|v| sub.neighbors(v).to_vec()).chain((0..m).map(|_| Vec::new())).collect();
+            for &(i, v) in &injection.links {
+                senders[position[v]].push((k + i) as u32);
+                senders[k + i].push(position[v] as u32);
+            }
+            Graph::from_senders(senders)
+        } else {
+            let edges = sub.edges().chain(injection.links.iter().map(|&(i, v)| (k + i, position[v])));
+            Graph::from_edges(k + m, edges, "oracle")?.0
+        };
         let features = local.features.select_rows(&kept).with_rows_appended(&injection.features);
         let out = self.server.forward(self.global, &graph, &features, local.feature_kprop)?;
         let probs = burn::tensor::activation::softmax(out.logits, 1);

@@ -62,3 +62,41 @@ fn wgpu_matches_cpu() {
         }
     }
 }
+
+/// A learned adjacency (Solitude's calibration) on the wgpu device: the gradient that
+/// reaches the per-edge weights through GCN and GraphSAGE matches the CPU's.
+#[test]
+fn edge_weight_gradients_match_cpu() {
+    let gpu = match crate::backend::device(crate::backend::Backend::Wgpu) {
+        Ok(d) => d,
+        Err(e) => {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true needs a wgpu adapter: {e}");
+            eprintln!("skipping: {e}");
+            return;
+        }
+    };
+    let features = sparse_features(3, 6, 20, 0.3);
+    let run = |device: &Device, arch: Arch, strategy: Strategy| -> Vec<f64> {
+        let plain = TensorCreationOptions::new(device.clone());
+        let g = GraphTensors::new(&tiny_graph(), plain.clone()).unwrap().with_strategy(strategy);
+        let e = g.edges().len();
+        let w0: Vec<f64> = (0..e).map(|i| 0.3 + 0.1 * (i % 7) as f64).collect();
+        let w = tensor(w0, [e, 1], &TensorCreationOptions::new(device.clone().autodiff())).require_grad();
+        let x = NodeInput::with_layout(&features, InputLayout::Dense, plain).with_strategy(strategy);
+        let c = ModelConfig { arch, kprop_steps: 1, dropout: 0.0, ..ModelConfig::default() };
+        let m = c.init(20, 3, 11, &device.clone().autodiff()).unwrap();
+        let grads = loss(m.forward(&x, &g.with_edge_weights(w.clone())).logits).backward();
+        values(w.grad(&grads).unwrap())
+    };
+    for arch in [Arch::Gcn, Arch::Sage] {
+        let want = run(&cpu(), arch, Strategy::Rows);
+        assert!(want.iter().any(|g| g.abs() > 1e-6), "{arch:?}: the edge weights get a gradient");
+        for strategy in [Strategy::Rows, Strategy::Elements] {
+            let got = run(&gpu, arch, strategy);
+            let scale = want.iter().fold(1e-3f64, |m, v| m.max(v.abs()));
+            let worst = want.iter().zip(&got).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale;
+            println!("{arch:?} {strategy:?} edge-weight gradient: max relative difference {worst:e}");
+            assert!(worst < 1e-4, "{arch:?} {strategy:?}: {worst:e}");
+        }
+    }
+}
