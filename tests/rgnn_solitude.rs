@@ -75,7 +75,7 @@ fn calibration_removes_planted_fake_edges_better_than_chance() {
 fn bad_rgnn_and_edge_parameters_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let grouped = "dataset.preprocess={group_columns: 4}";
-    let cases: [(&str, &str, &str); 7] = [
+    let cases: [(&str, &str, &str); 8] = [
         // The generated features are Gaussian: GRR-FS needs discrete codes.
         ("{kind: rgnn, epsilon_x: 1, m: 2, epsilon_y: 1}", "seed=0", "GRR-FS needs discrete features"),
         ("{kind: rgnn, epsilon_x: 1, m: 100, epsilon_y: 1}", grouped, "m = 100 exceeds d = 8"),
@@ -84,6 +84,7 @@ fn bad_rgnn_and_edge_parameters_are_refused() {
         ("{kind: edge-ldp, epsilon: 1, max_edges: 5000}", "seed=0", "the smallest ε that fits is"),
         ("{kind: solitude, epsilon_x: 1, epsilon_a: 8, kx: 4, ky: 2, lambda2: -1}", "seed=0", "defense `solitude`: lambda2"),
         ("{kind: solitude, epsilon_x: .inf, epsilon_a: 8, kx: 4, ky: 2}", "model.arch=gat", "GAT ignores them"),
+        ("{kind: edge-ldp, epsilon: 8}, {kind: dp-gnn, target_epsilon: 8}", "seed=0", "dp-gnn needs the client's undirected graph"),
     ];
     for (i, (defense, extra, expected)) in cases.iter().enumerate() {
         let out = tmp.path().join(format!("r{i}"));

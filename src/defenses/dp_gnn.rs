@@ -241,6 +241,10 @@ impl LocalTrainer for DpGnn {
         if model.arch == Arch::Gat {
             return Err(Error::param("model.arch", "dp-gnn supports gcn and sage (per-node gradients of GAT's attention are not implemented)"));
         }
+        if data.graph.is_directed() {
+            // Degree bounding and the sensitivity 2K assume every edge counts at both ends.
+            return Err(Error::param("defenses", "dp-gnn needs the client's undirected graph; an earlier defense (edge-ldp or solitude with symmetrize: none) made it directed"));
+        }
         if !(1..=2).contains(&model.layers) {
             return Err(Error::param("model.layers", format!("dp-gnn supports 1 or 2 message-passing layers, got {}", model.layers)));
         }
