@@ -135,7 +135,7 @@ impl Graph {
         if self.directed { self.indices.len() } else { self.indices.len() / 2 }
     }
 
-    /// Neighbours of `v` (senders into `v` in a directed graph).
+    /// Number of neighbours of `v` (senders into `v` in a directed graph).
     pub fn degree(&self, v: usize) -> usize {
         self.indptr[v + 1] - self.indptr[v]
     }

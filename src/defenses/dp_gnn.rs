@@ -183,11 +183,6 @@ impl DpGnn {
     }
 }
 
-/// The client's training nodes that hold a label, ascending.
-fn labelled_train_nodes(data: &LocalData) -> Vec<usize> {
-    (0..data.roles.len()).filter(|&v| data.roles[v] == Role::Train && data.labels[v].is_some()).collect()
-}
-
 /// The computation graphs of `roots` with their held labels, batched.
 fn batch_of(plan: &ClientPlan, roots: &[usize], local: &LocalData, device: &burn::tensor::Device) -> Result<NodeBatch> {
     let graphs: Vec<ComputationGraph> = roots.iter().map(|&v| ComputationGraph::of(v, plan.layers, &plan.senders)).collect();
@@ -254,7 +249,7 @@ impl LocalTrainer for DpGnn {
         if cfg.selection != Selection::Last {
             return Err(Error::param("train.selection", "dp-gnn trains with `selection: last` (choosing an epoch on validation data would spend privacy unaccounted)"));
         }
-        let train_nodes = labelled_train_nodes(data);
+        let train_nodes = data.labelled_train_nodes();
         let n = train_nodes.len();
         if n < c.batch_size {
             return Err(Error::param("batch_size", format!("client {client} has {n} training nodes, fewer than the batch size B = {}; lower batch_size", c.batch_size)));
@@ -301,7 +296,7 @@ impl LocalTrainer for DpGnn {
         rng: &mut Rng,
     ) -> Result<(NodeClassifier, LocalStats)> {
         let plan = self.plan(client)?;
-        if labelled_train_nodes(local) != plan.train_nodes {
+        if local.labelled_train_nodes() != plan.train_nodes {
             return Err(Error::param("defenses", "dp-gnn accounts for a fixed set of training nodes, but another defense changed it between rounds (label-dp stages): use one stage with dp-gnn"));
         }
         per_node::check_model(&model)?;

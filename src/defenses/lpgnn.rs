@@ -26,7 +26,6 @@ use serde::{Deserialize, Serialize};
 
 use super::ldp_features::{FeatureSource, LdpFeaturesConfig, Mechanism, PerturbFeatures, default_range};
 use super::ldp_labels::{ForwardCorrectedLoss, RandomizeLabels};
-use crate::data::Role;
 use crate::error::Result;
 use crate::fed::{DataTransform, Defense, LossTransform};
 use crate::model::{Output, kprop};
@@ -128,21 +127,8 @@ impl LossTransform for DropTransform {
     /// Replaces the loss built so far (the Drop loss is itself a cross-entropy).
     fn wrap(&self, _client: usize, data: &LocalData, _inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
         let correction = self.forward_correction.then(|| ForwardCorrectedLoss::of(data));
-        Ok(Box::new(DropLoss { ky: self.ky, correction, held: held_one_hot(data), classes: data.classes, targets: OnceLock::new() }))
+        Ok(Box::new(DropLoss { ky: self.ky, correction, held: data.held_one_hot(), classes: data.classes, targets: OnceLock::new() }))
     }
-}
-
-/// Y′: the one-hot labels as held, `[N, classes]` row-major, with the rows of test (and
-/// unlabelled) nodes zeroed.
-fn held_one_hot(data: &LocalData) -> Vec<f32> {
-    let k = data.classes;
-    let mut held = vec![0f32; data.labels.len() * k];
-    for (v, (label, role)) in data.labels.iter().zip(&data.roles).enumerate() {
-        if let (Some(y), Role::Train | Role::Val) = (label, role) {
-            held[v * k + *y as usize] = 1.0;
-        }
-    }
-    held
 }
 
 /// LPGNN's training and validation objective (module docs, steps 3–4).
@@ -209,7 +195,7 @@ impl Loss for DropLoss {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{DenseMatrix, Features, Graph};
+    use crate::data::{DenseMatrix, Features, Graph, Role};
     use burn::tensor::Device;
 
     /// Star 0–{1, 2, 3} plus the edge 3–4: targets of the train nodes by hand.
@@ -228,7 +214,7 @@ mod tests {
         let device = Device::flex();
         let tensors = ClientTensors::new(&data, 4, &device).unwrap();
         let targets = |ky| {
-            let drop = DropLoss { ky, correction: None, held: held_one_hot(&data), classes: 3, targets: OnceLock::new() };
+            let drop = DropLoss { ky, correction: None, held: data.held_one_hot(), classes: 3, targets: OnceLock::new() };
             drop.targets(&tensors, &tensors.train).unwrap().into_data().convert::<i64>().try_into_vec::<i64>().unwrap()
         };
         // Ky = 0: the held labels of train nodes 0, 1, 3.

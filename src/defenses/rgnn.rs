@@ -248,10 +248,7 @@ pub fn bag_targets(data: &LocalData, part: &[u32], inverse: Option<&[f64]>) -> B
         let share: Vec<f64> = c.iter().map(|x| x / total).collect();
         targets.extend(debias(&share, inverse));
     }
-    let members = (0..data.labels.len())
-        .filter(|&v| data.roles[v] == Role::Train && data.labels[v].is_some())
-        .map(|v| (v as u32, renumber[&part[v]]))
-        .collect();
+    let members = data.labelled_train_nodes().into_iter().map(|v| (v as u32, renumber[&part[v]])).collect();
     Bags { members, targets, classes: k }
 }
 
@@ -348,23 +345,11 @@ pub fn reconstruct_features(graph: &Graph, grr: &GrrFs, reports: &[u32], steps: 
 /// `steps`-round mean over {v} ∪ N(v) of the one-hot held labels (other rows zero).
 pub fn reconstruct_labels(data: &mut LocalData, inverse: &[f64], steps: usize) {
     let k = data.classes;
-    let n = data.labels.len();
-    let held: Vec<Option<u32>> = (0..n)
-        .map(|v| match (data.labels[v], data.roles[v]) {
-            (Some(y), Role::Train | Role::Val) => Some(y),
-            _ => None,
-        })
-        .collect();
-    let mut y = vec![0.0; n * k];
-    for (v, label) in held.iter().enumerate() {
-        if let Some(label) = label {
-            y[v * k + *label as usize] = 1.0;
-        }
-    }
+    let y: Vec<f64> = data.held_one_hot().into_iter().map(f64::from).collect();
     let lambda = mean_with_self_loops(&data.graph, &y, k, steps);
-    for v in 0..n {
-        if held[v].is_some() {
-            data.labels[v] = Some(argmax(&debias(&lambda[v * k..(v + 1) * k], Some(inverse))) as u32);
+    for (v, (label, role)) in data.labels.iter_mut().zip(&data.roles).enumerate() {
+        if let (Some(y), Role::Train | Role::Val) = (label, role) {
+            *y = argmax(&debias(&lambda[v * k..(v + 1) * k], Some(inverse))) as u32;
         }
     }
 }

@@ -175,14 +175,18 @@ pub struct Adjacency {
     velocity: Vec<f32>,
     /// Whether the entry's edge is absent from the client's true graph.
     fake: Vec<bool>,
-    pub removed: usize,
-    pub removed_fake: usize,
 }
 
 impl Adjacency {
     pub fn new(fake: Vec<bool>) -> Adjacency {
         let n = fake.len();
-        Adjacency { weights: vec![1.0; n], velocity: vec![0.0; n], fake, removed: 0, removed_fake: 0 }
+        Adjacency { weights: vec![1.0; n], velocity: vec![0.0; n], fake }
+    }
+
+    /// Entries removed (weights start at 1 and reach 0 only by removal), and of them fake.
+    pub fn removed(&self) -> (usize, usize) {
+        let gone = || self.weights.iter().zip(&self.fake).filter(|&(&w, _)| w == 0.0);
+        (gone().count(), gone().filter(|&(_, &f)| f).count())
     }
 
     /// One proximal step from `grad` = ∂L_GNN/∂A_c: w ← w − lr·(μv + γ·grad + 2λ₁(w − 1)),
@@ -198,10 +202,6 @@ impl Adjacency {
             self.velocity[e] = c.adjacency_momentum as f32 * self.velocity[e] + smooth;
             let next = ((w - lr * self.velocity[e]) - lr * c.lambda2 as f32).clamp(0.0, 1.0);
             self.weights[e] = next;
-            if next == 0.0 {
-                self.removed += 1;
-                self.removed_fake += usize::from(self.fake[e]);
-            }
         }
     }
 }
@@ -211,10 +211,10 @@ impl DataTransform for Solitude {
         self.features.perturb(data, rng)?;
         let perturbed = self.edges.perturb(client, data, rng)?;
         data.feature_kprop += self.cfg.kx;
-        if let Some(p) = &perturbed {
-            self.clients.lock().expect("solitude state").insert(client, Arc::new(Mutex::new(Adjacency::new(p.fake.clone()))));
-        }
         let mut cost = self.edges.cost(perturbed.as_ref());
+        if let Some(p) = perturbed {
+            self.clients.lock().expect("solitude state").insert(client, Arc::new(Mutex::new(Adjacency::new(p.fake))));
+        }
         cost.protects = format!(
             "node features (multi-bit, ε_x = {}) and {}: ε = ε_x + ε_a per node",
             self.cfg.epsilon_x.value(),
@@ -276,7 +276,7 @@ impl LocalTrainer for Calibration {
         let plain = device.clone().without_autodiff();
         let column = |w: &[f32], device: &burn::tensor::Device| Tensor::<2>::from_data(TensorData::new(w.to_vec(), [entries, 1]), device);
         let base = data.graph.clone();
-        let mut refine = |model: &NodeClassifier, d: &ClientTensors, _rng: &mut Rng| -> Option<ClientTensors> {
+        let mut refine = |model: &NodeClassifier, d: &ClientTensors| -> Option<ClientTensors> {
             for _ in 0..c.adjacency_steps {
                 let w = column(&adjacency.weights, &device).require_grad();
                 let tensors = ClientTensors { graph: base.with_edge_weights(w.clone()), ..d.clone() };
@@ -298,9 +298,10 @@ impl LocalTrainer for Calibration {
         let adjacency = self.adjacency(client).ok()?;
         let a = adjacency.lock().expect("adjacency");
         let kept = a.weights.iter().filter(|&&w| w > 0.0).count();
+        let (removed, removed_fake) = a.removed();
         let effects = BTreeMap::from([
-            ("calibration_removed".to_string(), a.removed as f64),
-            ("calibration_removed_fake".to_string(), a.removed_fake as f64),
+            ("calibration_removed".to_string(), removed as f64),
+            ("calibration_removed_fake".to_string(), removed_fake as f64),
             ("calibration_kept".to_string(), kept as f64),
             ("calibration_kept_fake".to_string(), a.weights.iter().zip(&a.fake).filter(|&(&w, &f)| w > 0.0 && f).count() as f64),
             ("calibration_mean_weight".to_string(), a.weights.iter().map(|&w| f64::from(w)).sum::<f64>() / a.weights.len().max(1) as f64),
@@ -333,7 +334,7 @@ mod tests {
         a.step(&[0.2, 5.0], &c);
         assert!((a.weights[0] - 0.52).abs() < 1e-6, "{}", a.weights[0]);
         // The second entry is pushed below 0: clamped, removed, and it was fake.
-        assert_eq!((a.weights[1], a.removed, a.removed_fake), (0.0, 1, 1));
+        assert_eq!((a.weights[1], a.removed()), (0.0, (1, 1)));
         a.step(&[-100.0, -100.0], &c);
         assert_eq!(a.weights[1], 0.0, "removed for good");
         // v = 0.9·(−0.3) + (−100 + 2·0.5·(0.52 − 1)) = −100.75: w = 0.52 + 10.075 − 0.01 → clamped at 1.

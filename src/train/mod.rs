@@ -76,6 +76,24 @@ impl LocalData {
         self.roles.iter().filter(|&&r| r == role).count()
     }
 
+    /// The train nodes that hold a label, ascending.
+    pub fn labelled_train_nodes(&self) -> Vec<usize> {
+        (0..self.roles.len()).filter(|&v| self.roles[v] == Role::Train && self.labels[v].is_some()).collect()
+    }
+
+    /// Y′: the one-hot labels as held, `[N, classes]` row-major, with the rows of test
+    /// (and unlabelled) nodes zeroed (what LPGNN's Drop and RGNN's fY propagate).
+    pub fn held_one_hot(&self) -> Vec<f32> {
+        let k = self.classes;
+        let mut held = vec![0f32; self.labels.len() * k];
+        for (v, (label, role)) in self.labels.iter().zip(&self.roles).enumerate() {
+            if let (Some(y), Role::Train | Role::Val) = (label, role) {
+                held[v * k + *y as usize] = 1.0;
+            }
+        }
+        held
+    }
+
     /// Per-class counts of the labels of the train nodes as held here (after any
     /// defense that randomised them).
     pub fn train_label_counts(&self) -> Vec<usize> {
@@ -310,11 +328,11 @@ pub fn train_local(
     optim: &mut ModuleOptimizer,
     rng: &mut Rng,
 ) -> (NodeClassifier, LocalStats) {
-    train_local_with(model, data, cfg, loss_fn, optim, rng, &mut |_, _, _| None)
+    train_local_with(model, data, cfg, loss_fn, optim, rng, &mut |_, _| None)
 }
 
 /// [`train_local`] where the client may refine its graph after every model step
-/// (Solitude's learned adjacency): `refine(model, data, rng)` returns the tensors the
+/// (Solitude's learned adjacency): `refine(model, data)` returns the tensors the
 /// next epoch (and the model selection of this one) uses, or `None` to keep them. The
 /// graph of the kept epoch is returned in [`LocalStats::refined_graph`] when it changed.
 pub fn train_local_with(
@@ -324,7 +342,7 @@ pub fn train_local_with(
     loss_fn: &dyn Loss,
     optim: &mut ModuleOptimizer,
     rng: &mut Rng,
-    refine: &mut dyn FnMut(&NodeClassifier, &ClientTensors, &mut Rng) -> Option<ClientTensors>,
+    refine: &mut dyn FnMut(&NodeClassifier, &ClientTensors) -> Option<ClientTensors>,
 ) -> (NodeClassifier, LocalStats) {
     let mut stats = LocalStats::default();
     let mut selector = Selector::new(cfg.selection, data.label_keep);
@@ -344,7 +362,7 @@ pub fn train_local_with(
             g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|b| grads.get::<1>(b.id)));
         }
         model = optim.step(cfg.lr, model, grads);
-        if let Some(next) = refine(&model, d, rng) {
+        if let Some(next) = refine(&model, d) {
             current = Some(next);
         }
         let d = current.as_ref().unwrap_or(data);

@@ -32,16 +32,22 @@ fn run(device: &Device, arch: Arch, layout: InputLayout, strategy: Strategy, fea
     (values(logits), values(w.grad(&grads).unwrap()))
 }
 
-#[test]
-fn wgpu_matches_cpu() {
-    let gpu = match crate::backend::device(crate::backend::Backend::Wgpu) {
-        Ok(d) => d,
+/// The wgpu device; `None` (the test skips, with the reason printed) without an adapter,
+/// except under `CI=true`, where that fails.
+fn wgpu_device() -> Option<Device> {
+    match crate::backend::device(crate::backend::Backend::Wgpu) {
+        Ok(d) => Some(d),
         Err(e) => {
             assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true needs a wgpu adapter: {e}");
             eprintln!("skipping: {e}");
-            return;
+            None
         }
-    };
+    }
+}
+
+#[test]
+fn wgpu_matches_cpu() {
+    let Some(gpu) = wgpu_device() else { return };
     assert_eq!(Strategy::for_device(&gpu), Strategy::Elements);
     let sparse = sparse_features(3, 6, 20, 0.3);
     // The multi-bit mechanism's output: sparse plus a constant (X·W = X₀·W + shift·1ᵀW).
@@ -67,14 +73,7 @@ fn wgpu_matches_cpu() {
 /// reaches the per-edge weights through GCN and GraphSAGE matches the CPU's.
 #[test]
 fn edge_weight_gradients_match_cpu() {
-    let gpu = match crate::backend::device(crate::backend::Backend::Wgpu) {
-        Ok(d) => d,
-        Err(e) => {
-            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true needs a wgpu adapter: {e}");
-            eprintln!("skipping: {e}");
-            return;
-        }
-    };
+    let Some(gpu) = wgpu_device() else { return };
     let features = sparse_features(3, 6, 20, 0.3);
     let run = |device: &Device, arch: Arch, strategy: Strategy| -> Vec<f64> {
         let plain = TensorCreationOptions::new(device.clone());
