@@ -81,7 +81,7 @@ pub fn data(dir: Option<&Path>, reps: usize) -> Result<()> {
 /// With `compare_pyg` (a Python with torch and torch_geometric), the same epochs are then
 /// timed in PyG (`bench/pyg_epoch.py`, built into the binary) on as many threads, and a
 /// table of both with their ratio is printed. A missing or failing Python only skips the
-/// comparison. `only` names the workloads to time (empty: all).
+/// comparison. `only` names the workloads to time and `archs` the models (empty: all).
 pub fn train(
     dir: Option<&Path>,
     backend: Backend,
@@ -89,7 +89,9 @@ pub fn train(
     rounds: usize,
     compare_pyg: Option<&Path>,
     only: &[String],
+    archs: &[Arch],
 ) -> Result<()> {
+    let archs: Vec<Arch> = [Arch::Gcn, Arch::Sage, Arch::Gat].into_iter().filter(|a| archs.is_empty() || archs.contains(a)).collect();
     let mut ours: Vec<(String, String, f64)> = Vec::new();
     let device = crate::backend::device(backend)?;
     println!(
@@ -132,7 +134,7 @@ pub fn train(
             local.features.cols()
         );
         let one_epoch = TrainConfig { epochs: 1, ..TrainConfig::default() };
-        for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+        for &arch in &archs {
             let cfg = scenario(&model(arch))?.model;
             // The input layout depends on the first layer's width (GAT: heads × width).
             let tensors = ClientTensors::new(&local, cfg.first_width(whole.dataset.num_classes()), &device)?;
@@ -157,7 +159,7 @@ pub fn train(
         let federated = "partition: {method: louvain, clients: 10}\ntrain: {epochs: 5}";
         let clients = prepare(federated)?;
         let mut line = format!("{name:<14} FedAvg 10 Louvain clients, E = 5 | s/round");
-        for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+        for &arch in &archs {
             let arch_name = yaml_name(&arch);
             let mut s = scenario(&format!("{federated}\n{}\nfederation: {{rounds: {}}}", model(arch), rounds.max(2)))?;
             s.backend = backend;

@@ -409,6 +409,9 @@ enum BenchWhat {
         /// Time only these workloads (repeatable; default: all).
         #[arg(long = "workload", value_name = "NAME", value_parser = ["cora", "synthetic-20k", "pubmed", "cora-512-64"])]
         workloads: Vec<String>,
+        /// Time only these models (repeatable; default: gcn, sage and gat).
+        #[arg(long = "arch", value_enum, value_name = "ARCH")]
+        archs: Vec<crate::model::Arch>,
     },
 }
 
@@ -505,10 +508,10 @@ fn dispatch(command: Command) -> Result<()> {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::layout(dir.as_deref(), backend, reps))
         }
-        Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg, workloads } } => {
+        Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg, workloads, archs } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || {
-                crate::bench::train(dir.as_deref(), backend, epochs, rounds, compare_pyg.as_deref(), &workloads)
+                crate::bench::train(dir.as_deref(), backend, epochs, rounds, compare_pyg.as_deref(), &workloads, &archs)
             })
         }
     }

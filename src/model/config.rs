@@ -6,7 +6,7 @@ use super::activation::Activation;
 use crate::error::{Error, Result};
 
 /// GNN layer type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Arch {
     Gcn,

@@ -70,20 +70,30 @@ impl GatConv {
         x.matmul(self.weight.val())
     }
 
-    /// Per-node attention terms a·z_v for each head: `[N, heads]`.
-    fn node_scores(&self, z: Tensor<2>, att: &Param<Tensor<2>>) -> Tensor<2> {
-        let [n, _] = z.dims();
-        let z3 = z.reshape([n, self.heads, self.channels]);
-        (z3 * att.val().unsqueeze_dim::<3>(0)).sum_dim(2).reshape([n, self.heads])
+    /// `[heads·channels, heads]` with `att[h]` in rows `h·channels..` of column `h` and
+    /// zeros elsewhere, so that z·A gives every head's a·z_v in one product.
+    fn block_diagonal(&self, att: &Param<Tensor<2>>) -> Tensor<2> {
+        let (h, c) = (self.heads, self.channels);
+        let att = att.val();
+        let mask: Vec<f32> = (0..h * c).flat_map(|i| (0..h).map(move |k| if i / c == k { 1.0 } else { 0.0 })).collect();
+        let mask = Tensor::<2>::from_data(burn::tensor::TensorData::new(mask, [h * c, h]), super::propagate::like(&att));
+        att.reshape([h * c, 1]) * mask
     }
 
     /// Attention coefficients α over the self-looped edges
     /// ([`GraphTensors::edges_with_self_loops`] order): `[E + N, heads]`, summing to 1 over
     /// the edges into each node. With `rng` (training) attention dropout is applied.
+    ///
+    /// The per-node terms a_src·z_v and a_dst·z_v of all heads come from one product of z
+    /// with both block-diagonal attention matrices (`[N, 2·heads]`), rather than a
+    /// `[N, heads, channels]` product and sum each (four passes over z's size, forward
+    /// and backward).
     pub fn attention(&self, z: Tensor<2>, graph: &GraphTensors, rng: Option<&mut Rng>) -> Tensor<2> {
         let edges = graph.edges_with_self_loops();
-        let a_src = self.node_scores(z.clone(), &self.att_src);
-        let a_dst = self.node_scores(z, &self.att_dst);
+        let h = self.heads;
+        let scores = z.matmul(Tensor::cat(vec![self.block_diagonal(&self.att_src), self.block_diagonal(&self.att_dst)], 1));
+        let a_src = scores.clone().narrow(1, 0, h);
+        let a_dst = scores.narrow(1, h, h);
         dropout(edges.edge_softmax(a_src, a_dst, self.negative_slope), self.attention_dropout, rng)
     }
 

@@ -154,6 +154,7 @@ impl NodeInput {
         let [d, _] = w.dims();
         assert_eq!(d, self.dim(), "input has {} features, weight expects {d}", self.dim());
         match self {
+            NodeInput::Dense(x) if Strategy::for_device(&x.device()) == Strategy::Fused => super::dense::input_matmul(x.clone(), w),
             NodeInput::Dense(x) => x.clone().matmul(w),
             NodeInput::Sparse(s) if s.shift == 0.0 => s.nonzeros.propagate(w, s.values.as_ref()),
             NodeInput::Sparse(s) => {

@@ -13,6 +13,7 @@
 pub mod activation;
 pub mod classifier;
 pub mod config;
+pub mod dense;
 pub mod dropout;
 pub mod gat;
 pub mod gcn;

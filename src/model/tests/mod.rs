@@ -4,5 +4,5 @@
 mod classifier;
 mod exact;
 mod gradcheck;
-mod support;
+pub(crate) mod support;
 mod wgpu;
