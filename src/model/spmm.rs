@@ -238,9 +238,25 @@ macro_rules! real {
     ($t:ty) => {
         impl Real for $t {
             const NEG_INFINITY: $t = <$t>::NEG_INFINITY;
+            /// Eight running sums (lane `l` takes entries `l`, `l + 8`, …), added in a
+            /// fixed tree, then the tail in order: one fixed order (the same on every CPU
+            /// and thread count) that vectorises, where one running sum waits on each add.
             #[inline]
             fn dot(a: &[$t], b: &[$t]) -> $t {
-                a.iter().zip(b).fold(0.0, |s, (&p, &q)| s + p * q)
+                const L: usize = 8;
+                let mut lanes = [0.0 as $t; L];
+                let (ac, bc) = (a.chunks_exact(L), b.chunks_exact(L));
+                let (ar, br) = (ac.remainder(), bc.remainder());
+                for (x, y) in ac.zip(bc) {
+                    for l in 0..L {
+                        lanes[l] += x[l] * y[l];
+                    }
+                }
+                let mut s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+                for (&p, &q) in ar.iter().zip(br) {
+                    s += p * q;
+                }
+                s
             }
             #[inline]
             fn exp(self) -> $t {
@@ -363,6 +379,11 @@ impl<T: Real> SpmmJob<'_, T> {
     /// Output rows `first..` into `out` (whole rows).
     fn rows(&self, out: &mut [T], first: usize) {
         #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { self.rows_avx512(out, first) };
+        }
+        #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
             return unsafe { self.rows_avx2(out, first) };
@@ -375,6 +396,14 @@ impl<T: Real> SpmmJob<'_, T> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn rows_avx2(&self, out: &mut [T], first: usize) {
+        self.rows_portable(out, first)
+    }
+
+    /// The same for 512-bit vectors. Every output entry is its own sum over the edges,
+    /// so the vector width changes no bit of the result.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn rows_avx512(&self, out: &mut [T], first: usize) {
         self.rows_portable(out, first)
     }
 
@@ -539,26 +568,56 @@ fn sddmm_kernel<T: Real>(a: &[T], b: &[T], cols: usize, heads: usize, pattern: &
     if heads == 0 || edges == 0 {
         return out;
     }
-    let head_cols = cols / heads;
-    let edge = |e: usize, o: &mut [T]| {
-        let (t, s) = (write[e] as usize, read[e] as usize);
-        let (at, bs) = (&a[t * cols..(t + 1) * cols], &b[s * cols..(s + 1) * cols]);
-        for (k, ok) in o.iter_mut().enumerate() {
-            let r = k * head_cols..(k + 1) * head_cols;
-            *ok = T::dot(&at[r.clone()], &bs[r]);
-        }
-    };
+    let job = SddmmJob { a, b, cols, heads, read, write };
     let per_task = rows_per_task(edges, edges * cols);
     if per_task >= edges {
-        out.chunks_exact_mut(heads).enumerate().for_each(|(e, o)| edge(e, o));
+        job.edges(&mut out, 0);
     } else {
-        out.par_chunks_mut(per_task * heads).enumerate().for_each(|(block, chunk)| {
-            for (i, o) in chunk.chunks_exact_mut(heads).enumerate() {
-                edge(block * per_task + i, o);
-            }
-        });
+        out.par_chunks_mut(per_task * heads).enumerate().for_each(|(block, chunk)| job.edges(chunk, block * per_task));
     }
     out
+}
+
+struct SddmmJob<'a, T> {
+    a: &'a [T],
+    b: &'a [T],
+    cols: usize,
+    heads: usize,
+    read: &'a [u32],
+    write: &'a [u32],
+}
+
+impl<T: Real> SddmmJob<'_, T> {
+    /// Edges `first..` into `out` (one `heads`-wide row each).
+    fn edges(&self, out: &mut [T], first: usize) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2 (checked just above).
+            return unsafe { self.edges_avx2(out, first) };
+        }
+        self.edges_portable(out, first)
+    }
+
+    /// The same compiled for 256-bit vectors ([`Real::dot`]'s eight lanes); no FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn edges_avx2(&self, out: &mut [T], first: usize) {
+        self.edges_portable(out, first)
+    }
+
+    #[inline(always)]
+    fn edges_portable(&self, out: &mut [T], first: usize) {
+        let (cols, head_cols) = (self.cols, self.cols / self.heads);
+        for (i, o) in out.chunks_exact_mut(self.heads).enumerate() {
+            let e = first + i;
+            let (t, s) = (self.write[e] as usize, self.read[e] as usize);
+            let (at, bs) = (&self.a[t * cols..(t + 1) * cols], &self.b[s * cols..(s + 1) * cols]);
+            for (k, ok) in o.iter_mut().enumerate() {
+                let r = k * head_cols..(k + 1) * head_cols;
+                *ok = T::dot(&at[r.clone()], &bs[r]);
+            }
+        }
+    }
 }
 
 /// `[E, H]` values computed target by target: `row(t, edges into t, out)` fills one
