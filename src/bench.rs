@@ -606,7 +606,9 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
         Ok(total)
     })?;
     println!(
-        "per-node gradients of 64 nodes (GCN 1433 → 512 → 64 + head, {rows} computation-graph rows): batched {batched:.1} ms, naive loop {naive:.1} ms ({:.1}× faster)",
+        "per-node gradients of 64 nodes (GCN 1433 → 512 → 64 + head, {rows} computation-graph rows): batched {batched:.1} ms \
+         (norms and clipped sums included), naive loop {naive:.1} ms (Burn's gradients one node at a time, nothing else); \
+         naive / batched = {:.2}",
         naive / batched
     );
     if let Some(mib) = peak_rss_mib() {
