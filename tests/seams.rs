@@ -340,5 +340,17 @@ fn dp_gnn_trains_on_label_dp_labels_and_reports_its_budget() {
     assert!(e.contains("model.arch") && e.contains("gcn and sage"), "{e}");
     let big = Scenario::parse(&yaml.replace("batch_size: 16", "batch_size: 100000"), "dp.yaml", &[]).unwrap();
     let e = run::federation(&big, &prepared, false).err().expect("batch").to_string();
-    assert!(e.contains("batch_size") && e.contains("training nodes"), "{e}");
+    assert!(e.contains("batch_size") && e.contains("training nodes") && e.contains("small_clients: full-batch"), "{e}");
+    // With `small_clients: full-batch` every client trains on all its nodes at each step
+    // (B = N, one step per epoch), accounted so; K = 13 may exceed a client's N.
+    let full = Scenario::parse(&yaml.replace("batch_size: 16", "batch_size: 100000, small_clients: full-batch"), "dp.yaml", &[]).unwrap();
+    let result = run::federation(&full, &prepared, false).unwrap().run(&mut FedAvg).unwrap();
+    for (c, spent) in result.privacy.iter().enumerate() {
+        let n = prepared.clients[c].nodes.iter().filter(|&&v| prepared.split.roles[v] == Role::Train).count();
+        let mech = Mechanism::DpGnn { nodes: n, max_degree: 3, layers: 2, batch: n };
+        let want = accountant::epsilon(&mech, 1.5, 3 * 2, 1.0 / (10.0 * n as f64), Conversion::Improved, &accountant::default_orders()).unwrap();
+        assert_eq!(spent[1].epsilon, want.epsilon, "client {c}");
+        assert!(spent[1].protects.contains(&format!("B = {n},")) && spent[1].protects.contains("6 steps"), "{}", spent[1].protects);
+    }
+    assert!(result.rounds.last().unwrap().test_accuracy.is_finite());
 }

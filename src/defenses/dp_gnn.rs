@@ -64,6 +64,10 @@ pub struct DpGnnConfig {
     /// B: training nodes per step, drawn without replacement.
     #[serde(default = "sixty_four")]
     pub batch_size: usize,
+    /// A client with fewer training nodes than B: refuse the scenario, or train it on all
+    /// its training nodes at every step (B = N_train, sampling rate 1, accounted so).
+    #[serde(default)]
+    pub small_clients: SmallClients,
     /// Clipping thresholds: this percentile of the initial per-node gradient norms, per
     /// parameter tensor.
     #[serde(default = "seventy_five")]
@@ -77,6 +81,17 @@ pub struct DpGnnConfig {
     /// RDP → (ε, δ): `improved` (dp_accounting's, the DP-GNN code's) or `classic`.
     #[serde(default)]
     pub conversion: Conversion,
+}
+
+/// What DP-GNN does with a client that has fewer training nodes than the batch size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SmallClients {
+    /// Stop with an error naming the client.
+    #[default]
+    Error,
+    /// Use all its training nodes as the batch of every step.
+    FullBatch,
 }
 
 fn five() -> usize {
@@ -148,6 +163,8 @@ struct ClientPlan {
     dropped: usize,
     train_nodes: Vec<usize>,
     layers: usize,
+    /// B, or N_train for a small client under `small_clients: full-batch`.
+    batch: usize,
     mechanism: Mechanism,
     sigma: f64,
     delta: f64,
@@ -171,7 +188,7 @@ impl DpGnn {
     /// under `model` (no dropout), in batches of B.
     fn estimate_thresholds(&self, plan: &ClientPlan, model: &NodeClassifier, local: &LocalData, loss: &dyn Loss, label_keep: f64, device: &burn::tensor::Device) -> Result<Vec<f64>> {
         let mut norms: Vec<Vec<f64>> = Vec::new();
-        for chunk in plan.train_nodes.chunks(self.config.batch_size) {
+        for chunk in plan.train_nodes.chunks(plan.batch) {
             let batch = batch_of(plan, chunk, local, device)?;
             let n = per_node(model, &batch, loss, label_keep, None)?.norms(&batch);
             norms.resize(n.len(), Vec::new());
@@ -251,13 +268,21 @@ impl LocalTrainer for DpGnn {
         }
         let train_nodes = data.labelled_train_nodes();
         let n = train_nodes.len();
-        if n < c.batch_size {
-            return Err(Error::param("batch_size", format!("client {client} has {n} training nodes, fewer than the batch size B = {}; lower batch_size", c.batch_size)));
-        }
-        let mechanism = Mechanism::DpGnn { nodes: n, max_degree: c.max_degree, layers: model.layers, batch: c.batch_size };
+        let batch = match c.small_clients {
+            _ if n >= c.batch_size => c.batch_size,
+            SmallClients::FullBatch if n > 0 => n,
+            SmallClients::FullBatch => return Err(Error::param("batch_size", format!("client {client} has no labelled training node to train on"))),
+            SmallClients::Error => {
+                return Err(Error::param(
+                    "batch_size",
+                    format!("client {client} has {n} training nodes, fewer than the batch size B = {}; lower batch_size, or set small_clients: full-batch", c.batch_size),
+                ));
+            }
+        };
+        let mechanism = Mechanism::DpGnn { nodes: n, max_degree: c.max_degree, layers: model.layers, batch };
         mechanism.validate()?;
         let delta = c.delta.unwrap_or_else(|| accountant::default_delta(n));
-        let steps_per_round = (cfg.epochs * n.div_ceil(c.batch_size)) as u64;
+        let steps_per_round = (cfg.epochs * n.div_ceil(batch)) as u64;
         let planned = steps_per_round * rounds as u64;
         let orders = accountant::default_orders();
         let (sigma, spent) = match (c.sigma, c.target_epsilon) {
@@ -278,7 +303,7 @@ impl LocalTrainer for DpGnn {
         }
         let is_train: Vec<bool> = data.roles.iter().map(|r| *r == Role::Train).collect();
         let (senders, dropped) = bound_degrees(&data.graph, &is_train, c.max_degree, model.layers, rng.random());
-        let plan = ClientPlan { senders, dropped, train_nodes, layers: model.layers, mechanism, sigma, delta, steps_per_round, thresholds: Mutex::new(None) };
+        let plan = ClientPlan { senders, dropped, train_nodes, layers: model.layers, batch, mechanism, sigma, delta, steps_per_round, thresholds: Mutex::new(None) };
         self.clients.lock().expect("dp-gnn state").insert(client, Arc::new(plan));
         Ok(())
     }
@@ -313,7 +338,7 @@ impl LocalTrainer for DpGnn {
             }
         };
         let k = accountant::base_sensitivity(self.config.max_degree, plan.layers)?;
-        let b = self.config.batch_size;
+        let b = plan.batch;
         let n = plan.train_nodes.len();
         let mut stats = LocalStats::default();
         for _ in 0..cfg.epochs {

@@ -221,7 +221,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                                 "dp-gnn",
                                 e,
                                 vec![
-                                    format!("defenses=[{{kind: dp-gnn, target_epsilon: {e}, max_degree: 5, clip: 0.1, batch_size: {DP_BATCH}}}]"),
+                                    format!("defenses=[{{kind: dp-gnn, target_epsilon: {e}, max_degree: 5, clip: 0.1, batch_size: {DP_BATCH}, small_clients: full-batch}}]"),
                                     "train.lr=0.5".into(),
                                     "train.epochs=1".into(),
                                 ],
@@ -282,7 +282,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
          row is the passive estimate. Infiltrator queries the final model.\n\nThe defense experiment (GCN, SAGE): label-DP is k-ary \
          randomized response on the clients' train labels before round 1, as the published `label_DP`; DP-GNN is this \
          simulator's (degree bound 5, per-node clip 0.1, lr 0.5, one local epoch as the published DP setting, batches of {DP_BATCH} \
-         nodes, σ found per client so that its ε over all its steps is the cell's, δ = 1/(10·N_train)). The published DP code is \
+         nodes, or all of a client's training nodes when it has fewer, σ found per client so that its ε over all its steps is the cell's, δ = 1/(10·N_train)). The published DP code is \
          not DP-GNN (REFERENCE §1.4): its numbers are not comparable. `defense` scores EC-LDA against the true train labels, \
          `defense-vs-held-labels` against the labels the clients trained on.\n",
         opts.dataset,
