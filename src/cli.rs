@@ -23,9 +23,37 @@ struct Cli {
 
 #[derive(Args, Debug, Clone)]
 struct DataDirArg {
-    /// Directory holding the datasets (default: $FGL_DATA_DIR, else ../shared/datasets).
+    /// Directory holding the datasets (default: $FGL_DATA_DIR, else the user data directory
+    /// ~/.local/share/fgl-sim/datasets if it exists, else ../shared/datasets).
     #[arg(long, value_name = "DIR")]
     data_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum DatasetsAction {
+    /// Download datasets from their public original locations, verify their sha256 and put
+    /// them where the loaders read them; files already there and verified are kept.
+    Fetch {
+        /// Dataset names (`fgl-sim datasets` lists them).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        names: Vec<String>,
+        /// Every dataset that can be fetched.
+        #[arg(long)]
+        all: bool,
+        /// Where to put them (default: $FGL_DATA_DIR, else ~/.local/share/fgl-sim/datasets).
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// URL template to download from instead of the defaults, with {repo}, {commit} and
+        /// {path} (repeatable, tried in order; also $FGL_DATASET_MIRRORS).
+        #[arg(long, value_name = "TEMPLATE")]
+        mirror: Vec<String>,
+        /// Attempts per mirror (each resumes a dropped download).
+        #[arg(long, default_value_t = 4)]
+        attempts: u32,
+        /// No progress bars.
+        #[arg(long)]
+        quiet: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -63,13 +91,22 @@ enum Command {
         #[command(subcommand)]
         action: ScenarioAction,
     },
-    /// List the known datasets, where each is expected, whether it loads, and its stats.
+    /// List the known datasets, where each is expected, whether it loads, and its stats
+    /// (`datasets fetch` downloads them).
+    #[command(args_conflicts_with_subcommands = true)]
     Datasets {
+        #[command(subcommand)]
+        action: Option<DatasetsAction>,
         #[command(flatten)]
         data: DataDirArg,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+    },
+    /// Print a shell completion script (e.g. `fgl-sim completions bash > ~/.local/share/bash-completion/completions/fgl-sim`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
     /// Partition a dataset into clients and print the per-client table.
     Partition {
@@ -460,7 +497,12 @@ fn dispatch(command: Command) -> Result<()> {
             print!("{}", crate::presets::describe_all());
             Ok(())
         }
-        Command::Datasets { data, json } => datasets(data_dir(&data).as_deref(), json),
+        Command::Datasets { action: None, data, json } => datasets(data_dir(&data).as_deref(), json),
+        Command::Datasets { action: Some(DatasetsAction::Fetch { names, all, data_dir, mirror, attempts, quiet }), .. } => fetch_cmd(names, all, data_dir, mirror, attempts, quiet),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "fgl-sim", &mut std::io::stdout());
+            Ok(())
+        }
         Command::Partition { dataset, clients, method, seed, delta, alpha, data, json } => {
             let cfg = PartitionConfig { method, clients, delta, alpha, ..PartitionConfig::default() };
             partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
@@ -580,6 +622,27 @@ fn datasets(dir: Option<&Path>, as_json: bool) -> Result<()> {
             }
             None => println!("{:<19} {status}", spec.name),
         }
+    }
+    Ok(())
+}
+
+fn fetch_cmd(names: Vec<String>, all: bool, dir: Option<PathBuf>, mirror: Vec<String>, attempts: u32, quiet: bool) -> Result<()> {
+    use crate::data::fetch::{self, FetchOptions, Outcome};
+    let dir = fetch::default_target(dir.as_deref())?;
+    let mut opts = FetchOptions { attempts, quiet, ..FetchOptions::default() };
+    if !mirror.is_empty() {
+        opts.mirrors = mirror;
+    }
+    let names: Vec<&str> = if all { fetch::fetchable() } else { names.iter().map(String::as_str).collect() };
+    let done = fetch::fetch(&names, &dir, &opts)?;
+    if !quiet {
+        for (f, outcome) in &done {
+            match outcome {
+                Outcome::Present => println!("present   {} (sha256 verified)", dir.join(f.path).display()),
+                Outcome::Downloaded { bytes } => println!("fetched   {} ({bytes} bytes received, sha256 verified)", dir.join(f.path).display()),
+            }
+        }
+        println!("{} ready in {}", names.join(", "), dir.display());
     }
     Ok(())
 }

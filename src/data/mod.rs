@@ -2,6 +2,7 @@
 //! from the usual file formats, the synthetic generator, preprocessing and splits.
 
 pub mod features;
+pub mod fetch;
 pub mod graph;
 pub mod loaders;
 pub mod npy;

@@ -11,9 +11,10 @@ use crate::error::{Error, Result};
 /// Environment variable naming the data directory (the `--data-dir` flag wins over it).
 pub const DATA_DIR_ENV: &str = "FGL_DATA_DIR";
 
-/// The data directory: the flag if given, else `$FGL_DATA_DIR` (if non-empty), else
-/// `../shared/datasets` relative to the current directory, else the same path relative to
-/// this crate's source tree; `None` when none of these exists.
+/// The data directory: the flag if given, else `$FGL_DATA_DIR` (if non-empty), else the
+/// user data directory (`~/.local/share/fgl-sim/datasets` on Linux, where `fgl-sim
+/// datasets fetch` puts files) if it exists, else `../shared/datasets` (this repository's
+/// layout) if it exists; `None` when none of these applies.
 pub fn resolve_data_dir(flag: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = flag {
         return Some(p.to_path_buf());
@@ -21,12 +22,69 @@ pub fn resolve_data_dir(flag: Option<&Path>) -> Option<PathBuf> {
     if let Some(v) = std::env::var_os(DATA_DIR_ENV).filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(v));
     }
-    let relative = PathBuf::from("../shared/datasets");
-    if relative.is_dir() {
-        return Some(relative);
+    if let Some(user) = user_data_dir().filter(|d| d.is_dir()) {
+        return Some(user);
     }
-    let from_crate = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets");
-    from_crate.is_dir().then_some(from_crate)
+    let relative = PathBuf::from("../shared/datasets");
+    relative.is_dir().then_some(relative)
+}
+
+/// The platform's per-user data directory for datasets (the `dirs` crate's data dir +
+/// `fgl-sim/datasets`).
+pub fn user_data_dir() -> Option<PathBuf> {
+    dirs::data_dir().map(|d| d.join("fgl-sim").join("datasets"))
+}
+
+/// The command that downloads dataset `name` into `dir` (the flag only where `dir` is not
+/// where `fetch` writes by default).
+pub fn fetch_command(name: &str, dir: Option<&Path>) -> String {
+    let default = std::env::var_os(DATA_DIR_ENV).filter(|v| !v.is_empty()).map(PathBuf::from).or_else(user_data_dir);
+    match dir {
+        Some(d) if default.as_deref() != Some(d) => format!("fgl-sim datasets fetch {name} --data-dir {}", d.display()),
+        _ => format!("fgl-sim datasets fetch {name}"),
+    }
+}
+
+/// One file of a dataset, as published (`fgl-sim datasets fetch` downloads it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteFile {
+    /// Where it goes, relative to the data directory (the path the loaders read).
+    pub path: &'static str,
+    pub bytes: u64,
+    pub sha256: &'static str,
+    /// `owner/name` of the GitHub repository that publishes it.
+    pub repo: &'static str,
+    pub commit: &'static str,
+    /// Its path in that repository.
+    pub source: &'static str,
+}
+
+const GNN_BENCHMARK: (&str, &str) = ("shchur/gnn-benchmark", "1e72912a0810cdf27ae54fd589a3b43358a2b161");
+const MUSAE: (&str, &str) = ("benedekrozemberczki/MUSAE", "5f901232957b6c9985d750aac48cda39a4b24285");
+const FEATHER: (&str, &str) = ("benedekrozemberczki/FEATHER", "045db7963fb367eb9aed6439ceea96320e8ac7cc");
+const NIFTY: (&str, &str) = ("chirag126/nifty", "6c270c5ec736c5138d455609112cf6dfcc63dcca");
+
+const fn file(path: &'static str, bytes: u64, sha256: &'static str, (repo, commit): (&'static str, &'static str), source: &'static str) -> RemoteFile {
+    RemoteFile { path, bytes, sha256, repo, commit, source }
+}
+
+/// The files that can be fetched, with the sizes and checksums of the data README.
+pub static REMOTE_FILES: &[RemoteFile] = &[
+    file("gnn_benchmark_npz/cora.npz", 540_580, "068e22d90c3849b4057dfb05851741428992af058efcd4e7ebb4186f3d581de2", GNN_BENCHMARK, "data/npz/cora.npz"),
+    file("gnn_benchmark_npz/citeseer.npz", 1_348_784, "280278b21b434c047922e8389518861416fb3ad39389c27865ff0e6bbb0aaab7", GNN_BENCHMARK, "data/npz/citeseer.npz"),
+    file("facebook_page_page/facebook.json", 2_088_766, "ea870537646a93642a0008d38aa9bfeff02018070ba97b1f3f469d9622626436", MUSAE, "input/features/facebook.json"),
+    file("facebook_page_page/facebook_edges.csv", 1_882_610, "7c50d8f02a75cc0829577814a1fc14535164daa38d79c3612340c9e9cdbd4022", MUSAE, "input/edges/facebook_edges.csv"),
+    file("facebook_page_page/facebook_target.csv", 1_177_912, "7bd96eafea3c2ca40f44bfa9e73642194696c21e38c7b29ed409c32ad14075cd", MUSAE, "input/target/facebook_target.csv"),
+    file("lastfm_asia/lastfm_asia_edges.csv", 270_447, "548eacff61bff564ab5007831fa4a7a30e1a3956075ffd24e43310ed33555842", FEATHER, "new_node_level_dataset/edges/lastfm_asia_edges.csv"),
+    file("lastfm_asia/lastfm_asia_target.csv", 56_482, "91f19215f6eca8321feec038bd32900cf13fd4f7e041a9976cf202807c72ac16", FEATHER, "new_node_level_dataset/target/lastfm_asia_target.csv"),
+    file("german_nifty/german.csv", 77_765, "49cc549b1ca3f1650e3bdcd8cfce62313c763abfbcbf785d32b07fb76ae078ca", NIFTY, "dataset/german/german.csv"),
+    file("german_nifty/german_edges.txt", 1_248_500, "404d107384e05a14ce9befe04a710d7df0a7492095569dc35ffb5d47742ee300", NIFTY, "dataset/german/german_edges.txt"),
+];
+
+/// The published files of `spec` (all of them), or the first file that is not published
+/// as the loader reads it.
+pub fn remote_files(spec: &DatasetSpec) -> std::result::Result<Vec<&'static RemoteFile>, &'static str> {
+    spec.files.iter().map(|f| REMOTE_FILES.iter().find(|r| r.path == *f).ok_or(*f)).collect()
 }
 
 /// Which loader reads a dataset, with its location relative to the data directory.
@@ -205,11 +263,17 @@ pub fn load(name: &str, data_dir: Option<&Path>, synthetic: &SyntheticConfig, se
     if spec.is_synthetic() {
         return synthetic::generate(synthetic, seed);
     }
+    let how = |dir: Option<&Path>| match remote_files(spec) {
+        Ok(_) => format!("download it with `{}`", fetch_command(name, dir)),
+        Err(_) => "it cannot be fetched by name (its files are derived from the published pickles): copy them there".to_string(),
+    };
     let Some(dir) = data_dir else {
         return Err(Error::dataset(
             name,
             format!(
-                "no data directory: pass --data-dir or set {DATA_DIR_ENV} to the folder holding {}",
+                "no data directory (none given by --data-dir or {DATA_DIR_ENV}, and neither the user data directory nor ../shared/datasets exists); {}, \
+                 or point --data-dir at the folder holding {}",
+                how(None),
                 spec.files.first().copied().unwrap_or_default()
             ),
         ));
@@ -219,7 +283,7 @@ pub fn load(name: &str, data_dir: Option<&Path>, synthetic: &SyntheticConfig, se
         if !p.is_file() {
             return Err(Error::data_file(
                 &p,
-                format!("not found (dataset `{name}` needs {} under the data directory {})", spec.files.join(", "), dir.display()),
+                format!("not found (dataset `{name}` needs {} under the data directory {}); {}", spec.files.join(", "), dir.display(), how(Some(dir))),
             ));
         }
     }
@@ -257,10 +321,13 @@ mod tests {
         let e = load("corra", None, &cfg, 0).unwrap_err().to_string();
         assert!(e.contains("unknown dataset") && e.contains("cora, citeseer"), "{e}");
         let e = load("cora", None, &cfg, 0).unwrap_err().to_string();
-        assert!(e.contains("--data-dir") && e.contains(DATA_DIR_ENV) && e.contains("cora.npz"), "{e}");
+        assert!(e.contains("--data-dir") && e.contains(DATA_DIR_ENV) && e.contains("cora.npz") && e.contains("`fgl-sim datasets fetch cora"), "{e}");
         let dir = tempfile::tempdir().unwrap();
         let e = load("facebook", Some(dir.path()), &cfg, 0).unwrap_err().to_string();
         assert!(e.contains("facebook_page_page/facebook_edges.csv") && e.contains("not found"), "{e}");
+        assert!(e.contains(&format!("`fgl-sim datasets fetch facebook --data-dir {}`", dir.path().display())), "{e}");
+        let e = load("planetoid-cora", Some(dir.path()), &cfg, 0).unwrap_err().to_string();
+        assert!(e.contains("cannot be fetched by name"), "{e}");
     }
 
     #[test]
