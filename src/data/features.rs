@@ -54,6 +54,59 @@ pub enum Features {
 }
 
 impl CsrMatrix {
+    /// A [`CsrMatrix`] from checked CSR arrays (indptr from 0 to nnz, non-decreasing; columns
+    /// in range), with sorted column indices, duplicates summed and explicit zeros
+    /// dropped. Arrays that are already canonical (all of ours) are moved, not copied.
+    pub fn canonical(rows: usize, cols: usize, indptr: Vec<usize>, indices: Vec<u32>, values: Vec<f32>) -> CsrMatrix {
+        let is_canonical = (0..rows).all(|r| {
+            let (a, b) = (indptr[r], indptr[r + 1]);
+            indices[a..b].windows(2).all(|w| w[0] < w[1]) && values[a..b].iter().all(|&v| v != 0.0)
+        });
+        if is_canonical {
+            return CsrMatrix { rows, cols, indptr, indices, values };
+        }
+        let mut out_ptr = Vec::with_capacity(rows + 1);
+        out_ptr.push(0);
+        let (mut out_idx, mut out_val) = (Vec::with_capacity(indices.len()), Vec::with_capacity(values.len()));
+        let mut row: Vec<(u32, f32)> = Vec::new();
+        for r in 0..rows {
+            let (a, b) = (indptr[r], indptr[r + 1]);
+            row.clear();
+            row.extend(indices[a..b].iter().copied().zip(values[a..b].iter().copied()));
+            row.sort_unstable_by_key(|&(c, _)| c);
+            let mut i = 0;
+            while i < row.len() {
+                let (c, mut v) = row[i];
+                i += 1;
+                while i < row.len() && row[i].0 == c {
+                    v += row[i].1;
+                    i += 1;
+                }
+                if v != 0.0 {
+                    out_idx.push(c);
+                    out_val.push(v);
+                }
+            }
+            out_ptr.push(out_idx.len());
+        }
+        CsrMatrix { rows, cols, indptr: out_ptr, indices: out_idx, values: out_val }
+    }
+
+    /// [`CsrMatrix::canonical`] from numpy's integer arrays, checked first (the error says
+    /// what is wrong).
+    pub fn from_numpy(rows: usize, cols: usize, indptr: &[i64], indices: &[i64], values: &[f32]) -> std::result::Result<CsrMatrix, String> {
+        if indptr.len() != rows + 1 {
+            return Err(format!("has {} row pointers for {rows} rows", indptr.len()));
+        }
+        if values.len() != indices.len() || indptr[0] != 0 || indptr[rows] != indices.len() as i64 || indptr.windows(2).any(|w| w[1] < w[0]) {
+            return Err(format!("has inconsistent arrays ({} values, {} indices, row pointers {}..{})", values.len(), indices.len(), indptr[0], indptr[rows]));
+        }
+        if let Some(c) = indices.iter().find(|&&c| c < 0 || c >= cols as i64) {
+            return Err(format!("has column {c} outside 0..{cols}"));
+        }
+        Ok(CsrMatrix::canonical(rows, cols, indptr.iter().map(|&p| p as usize).collect(), indices.iter().map(|&c| c as u32).collect(), values.to_vec()))
+    }
+
     /// Row `r` as (column indices, values).
     pub fn row(&self, r: usize) -> (&[u32], &[f32]) {
         let (a, b) = (self.indptr[r], self.indptr[r + 1]);

@@ -6,6 +6,7 @@ pub mod fetch;
 pub mod graph;
 pub mod loaders;
 pub mod npy;
+pub mod pickle;
 pub mod preprocess;
 pub mod registry;
 pub mod split;

@@ -90,6 +90,16 @@ pub struct NpyArray {
 }
 
 impl NpyArray {
+    /// An array from its parts (a pickled numpy array's), checked for size.
+    pub fn from_parts(dtype: DType, shape: Vec<usize>, data: Vec<u8>) -> std::result::Result<Self, String> {
+        let count: usize = shape.iter().product();
+        let item = dtype.item_size().ok_or("string width overflows")?;
+        if count.checked_mul(item) != Some(data.len()) {
+            return Err(format!("shape {shape:?} of {} needs {} data bytes, found {}", dtype.name(), count * item, data.len()));
+        }
+        Ok(NpyArray { dtype, shape, data })
+    }
+
     /// Number of elements (product of the shape; 1 for a 0-d array).
     pub fn len(&self) -> usize {
         self.shape.iter().product()
@@ -207,6 +217,44 @@ impl Ctx<'_> {
 
 /// Parse a complete `.npy` byte image.
 pub fn parse_npy(bytes: &[u8], ctx: &Ctx<'_>) -> Result<NpyArray> {
+    let (h, data) = split_npy(bytes, ctx)?;
+    if h.descr == "|O" {
+        return Err(ctx.err("holds pickled Python objects, not numbers or strings"));
+    }
+    if h.fortran_order {
+        return Err(ctx.err("Fortran-order arrays are not supported (save with C order, e.g. np.ascontiguousarray)"));
+    }
+    let dtype = parse_descr(&h.descr).map_err(|m| ctx.err(m))?;
+    let item = dtype.item_size().ok_or_else(|| ctx.err("string width overflows"))?;
+    let count = h
+        .shape
+        .iter()
+        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| ctx.err(format!("shape {:?} overflows", h.shape)))?;
+    let expected = count.checked_mul(item).ok_or_else(|| ctx.err(format!("shape {:?} overflows", h.shape)))?;
+    if data.len() != expected {
+        return Err(ctx.err(format!(
+            "shape {:?} of {} needs {expected} data bytes, found {} (truncated or corrupt)",
+            h.shape,
+            dtype.name(),
+            data.len()
+        )));
+    }
+    Ok(NpyArray { dtype, shape: h.shape, data: data.to_vec() })
+}
+
+/// The pickle inside an object array's `.npy` image (numpy saves `|O` arrays by pickling
+/// the whole array).
+pub fn object_payload<'b>(bytes: &'b [u8], ctx: &Ctx<'_>) -> Result<&'b [u8]> {
+    let (h, data) = split_npy(bytes, ctx)?;
+    if h.descr != "|O" {
+        return Err(ctx.err(format!("expected an object array (a pickle), found dtype {}", h.descr)));
+    }
+    Ok(data)
+}
+
+/// The header and the data of a `.npy` image.
+fn split_npy<'b>(bytes: &'b [u8], ctx: &Ctx<'_>) -> Result<(Header, &'b [u8])> {
     const MAGIC: &[u8] = b"\x93NUMPY";
     if bytes.len() < 10 || &bytes[..6] != MAGIC {
         return Err(ctx.err("not a .npy array (missing the \\x93NUMPY magic or truncated)"));
@@ -228,27 +276,7 @@ pub fn parse_npy(bytes: &[u8], ctx: &Ctx<'_>) -> Result<NpyArray> {
         .ok_or_else(|| ctx.err(format!("header claims {header_len} bytes but the array has only {}", bytes.len() - start)))?;
     let header = std::str::from_utf8(&bytes[start..end]).map_err(|_| ctx.err("header is not valid text"))?;
     let h = parse_header(header).map_err(|m| ctx.err(format!("bad header {:?}: {m}", header.trim_end())))?;
-    if h.fortran_order {
-        return Err(ctx.err("Fortran-order arrays are not supported (save with C order, e.g. np.ascontiguousarray)"));
-    }
-    let dtype = parse_descr(&h.descr).map_err(|m| ctx.err(m))?;
-    let item = dtype.item_size().ok_or_else(|| ctx.err("string width overflows"))?;
-    let count = h
-        .shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| ctx.err(format!("shape {:?} overflows", h.shape)))?;
-    let data = &bytes[end..];
-    let expected = count.checked_mul(item).ok_or_else(|| ctx.err(format!("shape {:?} overflows", h.shape)))?;
-    if data.len() != expected {
-        return Err(ctx.err(format!(
-            "shape {:?} of {} needs {expected} data bytes, found {} (truncated or corrupt)",
-            h.shape,
-            dtype.name(),
-            data.len()
-        )));
-    }
-    Ok(NpyArray { dtype, shape: h.shape, data: data.to_vec() })
+    Ok((h, &bytes[end..]))
 }
 
 /// Read a standalone `.npy` file.
@@ -377,7 +405,7 @@ impl Lexer<'_> {
 }
 
 /// Map a `descr` string such as `<i4` to a [`DType`].
-fn parse_descr(descr: &str) -> std::result::Result<DType, String> {
+pub(crate) fn parse_descr(descr: &str) -> std::result::Result<DType, String> {
     let (order, rest) = match descr.as_bytes().first() {
         Some(&c @ (b'<' | b'>' | b'|' | b'=')) => (c, &descr[1..]),
         _ => (b'|', descr),
@@ -457,6 +485,18 @@ impl NpzArchive {
 
     /// Read and parse one array.
     pub fn read(&mut self, key: &str) -> Result<NpyArray> {
+        let buf = self.read_entry(key)?;
+        parse_npy(&buf, &Ctx { path: &self.path, key: Some(key) })
+    }
+
+    /// The pickle of a 0-d object array (GraphData's matrices and metadata).
+    pub fn read_object_payload(&mut self, key: &str) -> Result<Vec<u8>> {
+        let buf = self.read_entry(key)?;
+        Ok(object_payload(&buf, &Ctx { path: &self.path, key: Some(key) })?.to_vec())
+    }
+
+    /// The bytes of entry `key`.
+    fn read_entry(&mut self, key: &str) -> Result<Vec<u8>> {
         let ctx = Ctx { path: &self.path, key: Some(key) };
         let Some((_, name)) = self.entries.iter().find(|(k, _)| k == key) else {
             return Err(ctx.err(format!("missing (the archive has: {})", self.keys().join(", "))));
@@ -474,7 +514,7 @@ impl NpzArchive {
             return Err(ctx.err(format!("entry holds {} bytes, its zip header says {declared}", buf.len())));
         }
         drop(entry);
-        parse_npy(&buf, &ctx)
+        Ok(buf)
     }
 
     /// Shape of an array (reads and parses the entry).

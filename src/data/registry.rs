@@ -62,6 +62,9 @@ pub struct RemoteFile {
 const GNN_BENCHMARK: (&str, &str) = ("shchur/gnn-benchmark", "1e72912a0810cdf27ae54fd589a3b43358a2b161");
 const MUSAE: (&str, &str) = ("benedekrozemberczki/MUSAE", "5f901232957b6c9985d750aac48cda39a4b24285");
 const FEATHER: (&str, &str) = ("benedekrozemberczki/FEATHER", "045db7963fb367eb9aed6439ceea96320e8ac7cc");
+const PLANETOID: (&str, &str) = ("kimiyoung/planetoid", "af6abf468a772cc055bec88c52e4d6f51b7c37e3");
+const GRAPHDATA: (&str, &str) = ("EdisonLeeeee/GraphData", "f8022c26b917346f2a461ffec0ec5ae24b36de68");
+const RGNN: (&str, &str) = ("karuna-bhaila/RGNN", "1d70a437a0fdeb055ccb5f5be300af370f28dce5");
 const NIFTY: (&str, &str) = ("chirag126/nifty", "6c270c5ec736c5138d455609112cf6dfcc63dcca");
 
 const fn file(path: &'static str, bytes: u64, sha256: &'static str, (repo, commit): (&'static str, &'static str), source: &'static str) -> RemoteFile {
@@ -72,11 +75,35 @@ const fn file(path: &'static str, bytes: u64, sha256: &'static str, (repo, commi
 pub static REMOTE_FILES: &[RemoteFile] = &[
     file("gnn_benchmark_npz/cora.npz", 540_580, "068e22d90c3849b4057dfb05851741428992af058efcd4e7ebb4186f3d581de2", GNN_BENCHMARK, "data/npz/cora.npz"),
     file("gnn_benchmark_npz/citeseer.npz", 1_348_784, "280278b21b434c047922e8389518861416fb3ad39389c27865ff0e6bbb0aaab7", GNN_BENCHMARK, "data/npz/citeseer.npz"),
+    file("planetoid/ind.citeseer.allx", 595_021, "2ac30345d95c9ec933a817ee0bdd6a5f077f8c184a20e696910192d534414668", PLANETOID, "data/ind.citeseer.allx"),
+    file("planetoid/ind.citeseer.ally", 55_623, "f704b2d986dde6c2669934de1f3ae5696a6cf9455c0f6b2646a2d135ea0a1c95", PLANETOID, "data/ind.citeseer.ally"),
+    file("planetoid/ind.citeseer.graph", 61_987, "d79a4ef9d3e7169aee8946145f6b7306e35bc79bffad26346cfb94e10e9912a7", PLANETOID, "data/ind.citeseer.graph"),
+    file("planetoid/ind.citeseer.test.index", 5_000, "2af990671580b6b2df5d158d1038f8292e30c9cd821b5453f399659b25b723d4", PLANETOID, "data/ind.citeseer.test.index"),
+    file("planetoid/ind.citeseer.tx", 260_321, "539a8906a2da97628d212f2fdd668c109a8b3f0d36574b59e5d3fd5b5303da21", PLANETOID, "data/ind.citeseer.tx"),
+    file("planetoid/ind.citeseer.ty", 24_135, "55e5bd1ba1e733a04598753ad1a8d57957f4b8f89e74519f41f4f4938767e4ce", PLANETOID, "data/ind.citeseer.ty"),
+    file("planetoid/ind.citeseer.x", 31_087, "d20de19150741e555de0ed037195630fc194114ebc7fd72ced62810148aa22f6", PLANETOID, "data/ind.citeseer.x"),
+    file("planetoid/ind.citeseer.y", 3_014, "8ba87e515d8e3ee3cf52f6d2c5b86aa73f11ecad825a808455209ec26cd54924", PLANETOID, "data/ind.citeseer.y"),
+    file("planetoid/ind.cora.allx", 257_305, "9419ba2f26f5c35243db64aba110e0f35a04851609e0dc5433450676ca6b8543", PLANETOID, "data/ind.cora.allx"),
+    file("planetoid/ind.cora.ally", 47_959, "2b998f5cc7fedc86e7f97ca2498f47a1ffc1462c29e2d578b23bf3f62b6e7d71", PLANETOID, "data/ind.cora.ally"),
+    file("planetoid/ind.cora.graph", 59_847, "58f13302f39dde8852dad6fe6d15b89b077b6d7f837626bce671ef80344b383d", PLANETOID, "data/ind.cora.graph"),
+    file("planetoid/ind.cora.test.index", 5_000, "297ce89af2b51a6a194181c7dbe1796c6a1cf9cd9349a88383b1b1e227867875", PLANETOID, "data/ind.cora.test.index"),
+    file("planetoid/ind.cora.tx", 148_025, "b9afbaa4a400df991f6f02ef677e1e44da55ffc04801fd02f9e673987829226a", PLANETOID, "data/ind.cora.tx"),
+    file("planetoid/ind.cora.ty", 28_135, "41f5ac76596a1699cc33f53084a2419e92961c42bb75f36fc38e616d348532ad", PLANETOID, "data/ind.cora.ty"),
+    file("planetoid/ind.cora.x", 22_119, "23cfa55d91c6f624233f5eb7b6e3f141f1bd2b2ae39608a63cf5d084bb27baab", PLANETOID, "data/ind.cora.x"),
+    file("planetoid/ind.cora.y", 4_054, "94465c14eb53e04ca262198dcbb2521ee8af60fb3f3d546cd6ca24a511b0e7d1", PLANETOID, "data/ind.cora.y"),
+    file("graphdata_npz/amazon_cs.npz", 3_410_531, "a6942db609f196b53503d91b99a02ad8d052d5d9be8ef41db976fb65f66ed1f3", GRAPHDATA, "datasets/amazon_cs.npz"),
+    file("graphdata_npz/amazon_photo.npz", 1_772_672, "bdb98b54cd3125bfa69b23ba0aae84fabcb770c6727175b8f6eb1d64f3be4b2b", GRAPHDATA, "datasets/amazon_photo.npz"),
+    file("graphdata_npz/coauthor_cs.npz", 2_800_548, "7b7b51bf270d341f1c4231834c58a526bb04db003fd76a6d2f51ad7d252005ed", GRAPHDATA, "datasets/coauthor_cs.npz"),
+    file("graphdata_npz/coauthor_phy.npz", 3_772_032, "1c930d99910763bc5f0c1aa90e8baa945f5ad6027663fe5332d0f08fde33cd7d", GRAPHDATA, "datasets/coauthor_phy.npz"),
+    file("graphdata_npz/cora_ml.npz", 778_126, "590d93689ec70aa0da17b3f1c6915dfd3c1b6306ad4f3286a2075599f7a85630", GRAPHDATA, "datasets/cora_ml.npz"),
+    file("graphdata_npz/dblp.npz", 727_093, "e1c460c864735b88158e230e715715b08a8f7bb7c94f7f6c3b5efc412558877d", GRAPHDATA, "datasets/dblp.npz"),
     file("facebook_page_page/facebook.json", 2_088_766, "ea870537646a93642a0008d38aa9bfeff02018070ba97b1f3f469d9622626436", MUSAE, "input/features/facebook.json"),
     file("facebook_page_page/facebook_edges.csv", 1_882_610, "7c50d8f02a75cc0829577814a1fc14535164daa38d79c3612340c9e9cdbd4022", MUSAE, "input/edges/facebook_edges.csv"),
     file("facebook_page_page/facebook_target.csv", 1_177_912, "7bd96eafea3c2ca40f44bfa9e73642194696c21e38c7b29ed409c32ad14075cd", MUSAE, "input/target/facebook_target.csv"),
     file("lastfm_asia/lastfm_asia_edges.csv", 270_447, "548eacff61bff564ab5007831fa4a7a30e1a3956075ffd24e43310ed33555842", FEATHER, "new_node_level_dataset/edges/lastfm_asia_edges.csv"),
     file("lastfm_asia/lastfm_asia_target.csv", 56_482, "91f19215f6eca8321feec038bd32900cf13fd4f7e041a9976cf202807c72ac16", FEATHER, "new_node_level_dataset/target/lastfm_asia_target.csv"),
+    file("rgnn_semisynthetic/german_synthetic_graph.pkl", 228_094, "860b941dc8e5f1cc3fa7b158584dfb017e449858eb4b49663bdb0bf7334038f2", RGNN, "RGNN/datasets/german/german/raw/german_synthetic_graph.pkl"),
+    file("rgnn_semisynthetic/student_synthetic_graph.pkl", 99_390, "00d32c9846d8ee1ef25e087d92b946b267616d467142df392ed79f808048859d", RGNN, "RGNN/datasets/student/student/raw/student_synthetic_graph.pkl"),
     file("german_nifty/german.csv", 77_765, "49cc549b1ca3f1650e3bdcd8cfce62313c763abfbcbf785d32b07fb76ae078ca", NIFTY, "dataset/german/german.csv"),
     file("german_nifty/german_edges.txt", 1_248_500, "404d107384e05a14ce9befe04a710d7df0a7492095569dc35ffb5d47742ee300", NIFTY, "dataset/german/german_edges.txt"),
 ];
@@ -96,6 +123,12 @@ pub enum Source {
     Musae { dir: &'static str, prefix: &'static str },
     /// `<prefix>_nodes.csv` + `<prefix>_edges.csv` ([`loaders::load_node_csv`]).
     NodeCsv { dir: &'static str, prefix: &'static str },
+    /// A pickled `igraph.Graph` ([`loaders::load_igraph_pickle`]).
+    IgraphPickle { file: &'static str },
+    /// GraphData `.npz` with pickled matrices ([`loaders::load_graphdata`]).
+    GraphData { file: &'static str },
+    /// Planetoid's raw pickles `ind.<prefix>.*` ([`loaders::load_planetoid`]).
+    Planetoid { dir: &'static str, prefix: &'static str },
     /// NIFTY German: `german.csv` + `german_edges.txt`.
     GermanNifty { dir: &'static str },
     /// [`synthetic::generate`], no files.
@@ -120,6 +153,10 @@ impl DatasetSpec {
     }
 }
 
+const fn graphdata(name: &'static str, file: &'static str, files: &'static [&'static str], description: &'static str) -> DatasetSpec {
+    DatasetSpec { name, description, source: Source::GraphData { file }, files, missing_features_note: None }
+}
+
 const fn npz(name: &'static str, file: &'static str, files: &'static [&'static str], description: &'static str) -> DatasetSpec {
     DatasetSpec { name, description, source: Source::Npz { file }, files, missing_features_note: None }
 }
@@ -137,18 +174,38 @@ static KNOWN: &[DatasetSpec] = &[
         &["gnn_benchmark_npz/citeseer.npz"],
         "CiteSeer citations (LINQS, gnn-benchmark npz): 3312 nodes, 3703 binary features, 6 classes",
     ),
-    npz(
-        "planetoid-cora",
-        "planetoid/derived/cora.npz",
-        &["planetoid/derived/cora.npz"],
-        "Cora as in Planetoid, with the standard split (140/500/1000); class names unknown (0-6)",
-    ),
-    npz(
-        "planetoid-citeseer",
-        "planetoid/derived/citeseer.npz",
-        &["planetoid/derived/citeseer.npz"],
-        "CiteSeer as in Planetoid (3327 nodes, 15 unlabelled), with the standard split",
-    ),
+    DatasetSpec {
+        name: "planetoid-cora",
+        description: "Cora as in Planetoid, with the standard split (140/500/1000); class names unknown (0-6)",
+        source: Source::Planetoid { dir: "planetoid", prefix: "cora" },
+        files: &[
+            "planetoid/ind.cora.x",
+            "planetoid/ind.cora.y",
+            "planetoid/ind.cora.allx",
+            "planetoid/ind.cora.ally",
+            "planetoid/ind.cora.tx",
+            "planetoid/ind.cora.ty",
+            "planetoid/ind.cora.graph",
+            "planetoid/ind.cora.test.index",
+        ],
+        missing_features_note: None,
+    },
+    DatasetSpec {
+        name: "planetoid-citeseer",
+        description: "CiteSeer as in Planetoid (3327 nodes, 15 unlabelled), with the standard split",
+        source: Source::Planetoid { dir: "planetoid", prefix: "citeseer" },
+        files: &[
+            "planetoid/ind.citeseer.x",
+            "planetoid/ind.citeseer.y",
+            "planetoid/ind.citeseer.allx",
+            "planetoid/ind.citeseer.ally",
+            "planetoid/ind.citeseer.tx",
+            "planetoid/ind.citeseer.ty",
+            "planetoid/ind.citeseer.graph",
+            "planetoid/ind.citeseer.test.index",
+        ],
+        missing_features_note: None,
+    },
     DatasetSpec {
         name: "planetoid-pubmed",
         description: "PubMed as in Planetoid (19717 nodes, 500 TF-IDF features), with the standard split",
@@ -162,42 +219,12 @@ static KNOWN: &[DatasetSpec] = &[
         &["planetoid/derived/pubmed.npz"],
         "PubMed diabetes citations (Planetoid graph with its 500 TF-IDF features): 19717 nodes, 3 classes",
     ),
-    npz(
-        "dblp",
-        "graphdata_npz/derived/dblp.npz",
-        &["graphdata_npz/derived/dblp.npz"],
-        "DBLP citations (GraphData): 17716 nodes, 1639 real features, 4 classes",
-    ),
-    npz(
-        "cora_ml",
-        "graphdata_npz/derived/cora_ml.npz",
-        &["graphdata_npz/derived/cora_ml.npz"],
-        "Cora-ML citations (GraphData): 2995 nodes, 2879 real features, 7 classes",
-    ),
-    npz(
-        "amazon_photo",
-        "graphdata_npz/derived/amazon_photo.npz",
-        &["graphdata_npz/derived/amazon_photo.npz", "graphdata_npz/derived/amazon_photo.class_names.txt"],
-        "Amazon Photo co-purchases (GraphData): 7650 nodes, 745 binary features, 8 classes",
-    ),
-    npz(
-        "amazon_cs",
-        "graphdata_npz/derived/amazon_cs.npz",
-        &["graphdata_npz/derived/amazon_cs.npz", "graphdata_npz/derived/amazon_cs.class_names.txt"],
-        "Amazon Computers co-purchases (GraphData): 13752 nodes, 767 binary features, 10 classes",
-    ),
-    npz(
-        "coauthor_cs",
-        "graphdata_npz/derived/coauthor_cs.npz",
-        &["graphdata_npz/derived/coauthor_cs.npz", "graphdata_npz/derived/coauthor_cs.class_names.txt"],
-        "Coauthor CS (GraphData): 18333 nodes, 6805 count features, 15 classes",
-    ),
-    npz(
-        "coauthor_phy",
-        "graphdata_npz/derived/coauthor_phy.npz",
-        &["graphdata_npz/derived/coauthor_phy.npz", "graphdata_npz/derived/coauthor_phy.class_names.txt"],
-        "Coauthor Physics (GraphData): 34493 nodes, 8415 count features, 5 classes",
-    ),
+    graphdata("dblp", "graphdata_npz/dblp.npz", &["graphdata_npz/dblp.npz"], "DBLP citations (GraphData): 17716 nodes, 1639 real features, 4 classes"),
+    graphdata("cora_ml", "graphdata_npz/cora_ml.npz", &["graphdata_npz/cora_ml.npz"], "Cora-ML citations (GraphData): 2995 nodes, 2879 real features, 7 classes"),
+    graphdata("amazon_photo", "graphdata_npz/amazon_photo.npz", &["graphdata_npz/amazon_photo.npz"], "Amazon Photo co-purchases (GraphData): 7650 nodes, 745 binary features, 8 classes"),
+    graphdata("amazon_cs", "graphdata_npz/amazon_cs.npz", &["graphdata_npz/amazon_cs.npz"], "Amazon Computers co-purchases (GraphData): 13752 nodes, 767 binary features, 10 classes"),
+    graphdata("coauthor_cs", "graphdata_npz/coauthor_cs.npz", &["graphdata_npz/coauthor_cs.npz"], "Coauthor CS (GraphData): 18333 nodes, 6805 count features, 15 classes"),
+    graphdata("coauthor_phy", "graphdata_npz/coauthor_phy.npz", &["graphdata_npz/coauthor_phy.npz"], "Coauthor Physics (GraphData): 34493 nodes, 8415 count features, 5 classes"),
     DatasetSpec {
         name: "facebook",
         description: "Facebook page-page (MUSAE): 22470 nodes, 4714 binary sparse features, 4 classes",
@@ -215,15 +242,15 @@ static KNOWN: &[DatasetSpec] = &[
     DatasetSpec {
         name: "german",
         description: "German credit, RGNN semi-synthetic graph: 955 nodes, 38 integer features, 2 classes",
-        source: Source::NodeCsv { dir: "rgnn_semisynthetic/derived", prefix: "german" },
-        files: &["rgnn_semisynthetic/derived/german_nodes.csv", "rgnn_semisynthetic/derived/german_edges.csv"],
+        source: Source::IgraphPickle { file: "rgnn_semisynthetic/german_synthetic_graph.pkl" },
+        files: &["rgnn_semisynthetic/german_synthetic_graph.pkl"],
         missing_features_note: None,
     },
     DatasetSpec {
         name: "student",
         description: "Student performance, RGNN semi-synthetic graph: 577 nodes, 32 integer features, 2 classes",
-        source: Source::NodeCsv { dir: "rgnn_semisynthetic/derived", prefix: "student" },
-        files: &["rgnn_semisynthetic/derived/student_nodes.csv", "rgnn_semisynthetic/derived/student_edges.csv"],
+        source: Source::IgraphPickle { file: "rgnn_semisynthetic/student_synthetic_graph.pkl" },
+        files: &["rgnn_semisynthetic/student_synthetic_graph.pkl"],
         missing_features_note: None,
     },
     DatasetSpec {
@@ -265,7 +292,7 @@ pub fn load(name: &str, data_dir: Option<&Path>, synthetic: &SyntheticConfig, se
     }
     let how = |dir: Option<&Path>| match remote_files(spec) {
         Ok(_) => format!("download it with `{}`", fetch_command(name, dir)),
-        Err(_) => "it cannot be fetched by name (its files are derived from the published pickles): copy them there".to_string(),
+        Err(_) => format!("`{name}` cannot be fetched by name (its file is converted from a published 7z text dump): copy it there"),
     };
     let Some(dir) = data_dir else {
         return Err(Error::dataset(
@@ -292,6 +319,9 @@ pub fn load(name: &str, data_dir: Option<&Path>, synthetic: &SyntheticConfig, se
         Source::Musae { dir: sub, prefix } => loaders::load_musae(&dir.join(sub), prefix, name)?,
         Source::NodeCsv { dir: sub, prefix } => loaders::load_node_csv(&dir.join(sub), prefix, name)?,
         Source::GermanNifty { dir: sub } => loaders::load_german_nifty(&dir.join(sub), name)?,
+        Source::IgraphPickle { file } => loaders::load_igraph_pickle(&dir.join(file), name)?,
+        Source::GraphData { file } => loaders::load_graphdata(&dir.join(file), name)?,
+        Source::Planetoid { dir: sub, prefix } => loaders::load_planetoid(&dir.join(sub), prefix, name)?,
         Source::Synthetic => synthetic::generate(synthetic, seed)?,
     };
     if let (Some(note), None) = (spec.missing_features_note, &dataset.features) {
@@ -326,7 +356,7 @@ mod tests {
         let e = load("facebook", Some(dir.path()), &cfg, 0).unwrap_err().to_string();
         assert!(e.contains("facebook_page_page/facebook_edges.csv") && e.contains("not found"), "{e}");
         assert!(e.contains(&format!("`fgl-sim datasets fetch facebook --data-dir {}`", dir.path().display())), "{e}");
-        let e = load("planetoid-cora", Some(dir.path()), &cfg, 0).unwrap_err().to_string();
+        let e = load("pubmed", Some(dir.path()), &cfg, 0).unwrap_err().to_string();
         assert!(e.contains("cannot be fetched by name"), "{e}");
     }
 

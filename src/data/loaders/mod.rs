@@ -18,9 +18,12 @@
 //!   RGNN's 38 German attribute columns.
 
 mod german;
+mod graphdata;
+mod igraph;
 mod musae;
 mod node_csv;
 mod npz;
+mod planetoid;
 mod text;
 
 use std::path::Path;
@@ -29,9 +32,12 @@ use super::{Dataset, Features, Graph, Split};
 use crate::error::Result;
 
 pub use german::load_german_nifty;
+pub use graphdata::load_graphdata;
+pub use igraph::load_igraph_pickle;
 pub use musae::load_musae;
 pub use node_csv::load_node_csv;
 pub use npz::load_npz;
+pub use planetoid::load_planetoid;
 
 // ---------------------------------------------------------------------------------------
 // Shared helpers (the text and CSV readers are in `text.rs`)

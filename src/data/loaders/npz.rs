@@ -151,41 +151,8 @@ fn read_csr(z: &mut NpzArchive, prefix: &str, expect_rows: Option<usize>) -> Res
 }
 
 impl RawCsr {
-    /// As a [`CsrMatrix`] with sorted column indices, duplicates summed and explicit zeros
-    /// dropped. Files that are already canonical (all of ours) are moved, not copied.
     fn into_canonical(self) -> CsrMatrix {
-        let canonical = (0..self.rows).all(|r| {
-            let (a, b) = (self.indptr[r], self.indptr[r + 1]);
-            self.indices[a..b].windows(2).all(|w| w[0] < w[1]) && self.values[a..b].iter().all(|&v| v != 0.0)
-        });
-        if canonical {
-            return CsrMatrix { rows: self.rows, cols: self.cols, indptr: self.indptr, indices: self.indices, values: self.values };
-        }
-        let mut indptr = Vec::with_capacity(self.rows + 1);
-        indptr.push(0);
-        let (mut indices, mut values) = (Vec::with_capacity(self.indices.len()), Vec::with_capacity(self.values.len()));
-        let mut row: Vec<(u32, f32)> = Vec::new();
-        for r in 0..self.rows {
-            let (a, b) = (self.indptr[r], self.indptr[r + 1]);
-            row.clear();
-            row.extend(self.indices[a..b].iter().copied().zip(self.values[a..b].iter().copied()));
-            row.sort_unstable_by_key(|&(c, _)| c);
-            let mut i = 0;
-            while i < row.len() {
-                let (c, mut v) = row[i];
-                i += 1;
-                while i < row.len() && row[i].0 == c {
-                    v += row[i].1;
-                    i += 1;
-                }
-                if v != 0.0 {
-                    indices.push(c);
-                    values.push(v);
-                }
-            }
-            indptr.push(indices.len());
-        }
-        CsrMatrix { rows: self.rows, cols: self.cols, indptr, indices, values }
+        CsrMatrix::canonical(self.rows, self.cols, self.indptr, self.indices, self.values)
     }
 }
 

@@ -1,0 +1,131 @@
+//! Planetoid's raw files (`ind.<name>.{x,y,allx,ally,tx,ty,graph,test.index}`, Python 2
+//! pickles, as published by kimiyoung/planetoid), read as PyG's `Planetoid` and the data
+//! README's derived npz read them.
+//!
+//! Node i < len(allx) has row i of `allx`/`ally`; the test node `test.index[k]` has row k
+//! of `tx`/`ty`; ids in neither (CiteSeer's 15) have no features (a zero row) and no
+//! label. Edges are `graph`'s adjacency lists. The standard split: the first len(y) nodes
+//! train, the next 500 validate, `test.index` tests.
+
+use std::path::Path;
+
+use super::text::read_text;
+use super::finish;
+use crate::data::pickle::{self, Pickle};
+use crate::data::{CsrMatrix, Dataset, Features, Graph, Role, Split};
+use crate::error::{Error, Result};
+
+const GLOBALS: &[(&str, &str)] = &[
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+    ("scipy.sparse.csr", "csr_matrix"),
+    ("collections", "defaultdict"),
+    ("__builtin__", "list"),
+];
+
+fn read(dir: &Path, prefix: &str, part: &str) -> Result<(Pickle, std::path::PathBuf)> {
+    let path = dir.join(format!("ind.{prefix}.{part}"));
+    let bytes = std::fs::read(&path).map_err(|e| Error::data_file(&path, format!("cannot read: {e}")))?;
+    Ok((pickle::parse(&bytes, GLOBALS, &path)?, path))
+}
+
+fn csr(dir: &Path, prefix: &str, part: &str) -> Result<CsrMatrix> {
+    let (p, path) = read(dir, prefix, part)?;
+    pickle::csr_matrix(&p, p.root, &path)
+}
+
+/// A one-hot label matrix: per row, the class of its 1 (`None` for an all-zero row).
+fn one_hot(dir: &Path, prefix: &str, part: &str) -> Result<(Vec<Option<u32>>, usize)> {
+    let (p, path) = read(dir, prefix, part)?;
+    let a = pickle::ndarray(&p, p.root, &path)?;
+    let &[rows, classes] = a.shape.as_slice() else {
+        return Err(Error::data_file(&path, format!("expected a 2-d one-hot label matrix, found shape {:?}", a.shape)));
+    };
+    let v = a.to_f32(&crate::data::npy::Ctx { path: &path, key: None })?;
+    let labels = (0..rows).map(|r| v[r * classes..(r + 1) * classes].iter().position(|&x| x != 0.0).map(|c| c as u32)).collect();
+    Ok((labels, classes))
+}
+
+/// Load Planetoid dataset `prefix` from the raw files in `dir`.
+pub fn load_planetoid(dir: &Path, prefix: &str, name: &str) -> Result<Dataset> {
+    let allx = csr(dir, prefix, "allx")?;
+    let tx = csr(dir, prefix, "tx")?;
+    let (ally, classes) = one_hot(dir, prefix, "ally")?;
+    let (ty, test_classes) = one_hot(dir, prefix, "ty")?;
+    let (y, _) = one_hot(dir, prefix, "y")?;
+    let index_path = dir.join(format!("ind.{prefix}.test.index"));
+    let test_index: Vec<usize> = read_text(&index_path)?
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| l.trim().parse().map_err(|_| Error::data_file(&index_path, format!("line {}: {l:?} is not a node id", i + 1))))
+        .collect::<Result<_>>()?;
+
+    let (g, graph_path) = read(dir, prefix, "graph")?;
+    let Some((_, "defaultdict", _, _)) = g.object(g.root) else {
+        return Err(Error::data_file(&graph_path, "expected a defaultdict of adjacency lists"));
+    };
+    let pickle::Node::Object { dict, .. } = g.node(g.root) else { unreachable!("an object") };
+    let mut edges = Vec::new();
+    for &(k, v) in dict {
+        let u = g.int(k).ok_or_else(|| Error::data_file(&graph_path, "a key that is not a node id"))?;
+        for &w in g.seq(v).ok_or_else(|| Error::data_file(&graph_path, format!("node {u}: its neighbours are not a list")))? {
+            let w = g.int(w).ok_or_else(|| Error::data_file(&graph_path, format!("node {u}: a neighbour that is not a node id")))?;
+            if u < 0 || w < 0 {
+                return Err(Error::data_file(&graph_path, format!("negative node id in edge {u} → {w}")));
+            }
+            edges.push((u as usize, w as usize));
+        }
+    }
+    let n = edges.iter().map(|&(u, w)| u.max(w) + 1).max().unwrap_or(0).max(allx.rows).max(test_index.iter().map(|&i| i + 1).max().unwrap_or(0));
+
+    let check = |ok: bool, path: &str, msg: String| if ok { Ok(()) } else { Err(Error::data_file(dir.join(format!("ind.{prefix}.{path}")), msg)) };
+    check(allx.rows == ally.len(), "ally", format!("has {} rows but allx has {}", ally.len(), allx.rows))?;
+    check(tx.rows == ty.len() && tx.rows == test_index.len(), "tx", format!("has {} rows, ty {}, test.index {}", tx.rows, ty.len(), test_index.len()))?;
+    check(tx.cols == allx.cols && classes == test_classes, "tx", format!("has {} columns and {test_classes} classes, allx {} and {classes}", tx.cols, allx.cols))?;
+    check(y.len() + 500 <= allx.rows, "y", format!("{} training rows + 500 validation rows exceed allx's {}", y.len(), allx.rows))?;
+
+    // Row of each node: in allx, in tx, or none.
+    enum Row {
+        All(usize),
+        Test(usize),
+        None,
+    }
+    let mut rows: Vec<Row> = (0..n).map(|i| if i < allx.rows { Row::All(i) } else { Row::None }).collect();
+    let mut labels: Vec<Option<u32>> = (0..n).map(|i| ally.get(i).copied().flatten()).collect();
+    for (k, &v) in test_index.iter().enumerate() {
+        if v < allx.rows {
+            return Err(Error::data_file(&index_path, format!("line {}: test node {v} is also a row of allx", k + 1)));
+        }
+        rows[v] = Row::Test(k);
+        labels[v] = ty[k];
+    }
+    let (mut indptr, mut indices, mut values) = (vec![0usize], Vec::new(), Vec::new());
+    for r in &rows {
+        let (m, i) = match *r {
+            Row::All(i) => (&allx, i),
+            Row::Test(k) => (&tx, k),
+            Row::None => {
+                indptr.push(indices.len());
+                continue;
+            }
+        };
+        let (a, b) = (m.indptr[i], m.indptr[i + 1]);
+        indices.extend_from_slice(&m.indices[a..b]);
+        values.extend_from_slice(&m.values[a..b]);
+        indptr.push(indices.len());
+    }
+    let features = CsrMatrix { rows: n, cols: allx.cols, indptr, indices, values };
+
+    let mut roles = vec![Role::Unused; n];
+    roles[..y.len()].fill(Role::Train);
+    roles[y.len()..y.len() + 500].fill(Role::Val);
+    for &v in &test_index {
+        roles[v] = Role::Test;
+    }
+    let source = dir.join(format!("ind.{prefix}.graph")).display().to_string();
+    let (graph, build_report) = Graph::from_edges(n, edges, &source)?;
+    let class_names = (0..classes).map(|c| c.to_string()).collect();
+    finish(name, graph, build_report, Some(Features::Sparse(features)), labels, class_names, Some(Split { roles }), Vec::new(), &source)
+}
