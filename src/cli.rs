@@ -636,11 +636,14 @@ fn fetch_cmd(names: Vec<String>, all: bool, dir: Option<PathBuf>, mirror: Vec<St
     let names: Vec<&str> = if all { fetch::fetchable() } else { names.iter().map(String::as_str).collect() };
     let done = fetch::fetch(&names, &dir, &opts)?;
     if !quiet {
-        for (f, outcome) in &done {
+        for (f, outcome) in &done.files {
             match outcome {
                 Outcome::Present => println!("present   {} (sha256 verified)", dir.join(f.path).display()),
                 Outcome::Downloaded { bytes } => println!("fetched   {} ({bytes} bytes received, sha256 verified)", dir.join(f.path).display()),
             }
+        }
+        for path in &done.built {
+            println!("built     {} (from the files above)", dir.join(path).display());
         }
         println!("{} ready in {}", names.join(", "), dir.display());
     }

@@ -17,6 +17,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha2::{Digest, Sha256};
 
 pub use super::registry::{RemoteFile, REMOTE_FILES as FILES};
+use super::derive::{self, Derived};
 use super::registry::{self, DatasetSpec};
 use crate::error::{Error, Result};
 
@@ -66,8 +67,7 @@ pub fn files_of(spec: &DatasetSpec) -> Result<Vec<&'static RemoteFile>> {
         Error::dataset(
             spec.name,
             format!(
-                "cannot be fetched: its file {f} was made from published files by a conversion fgl-sim does not run (PubMed's \
-                 features come from a 7z text dump, section 8 of the data README); copy the file into the data directory. \
+                "cannot be fetched: its file {f} is not a published file (or built from ones); copy it into the data directory. \
                  Fetchable: {}",
                 fetchable().join(", ")
             ),
@@ -91,8 +91,9 @@ pub enum Outcome {
 
 /// Fetch every file of the datasets `names` into `dir`: each file ends up verified in
 /// place, or the first failure is returned (files already verified stay).
-pub fn fetch(names: &[&str], dir: &Path, opts: &FetchOptions) -> Result<Vec<(&'static RemoteFile, Outcome)>> {
+pub fn fetch(names: &[&str], dir: &Path, opts: &FetchOptions) -> Result<Fetched> {
     let mut files: Vec<&'static RemoteFile> = Vec::new();
+    let mut derived: Vec<&'static Derived> = Vec::new();
     for name in names {
         let spec = registry::spec(name).ok_or_else(|| Error::dataset(*name, format!("unknown dataset; fetchable: {}", fetchable().join(", "))))?;
         if spec.is_synthetic() {
@@ -101,6 +102,11 @@ pub fn fetch(names: &[&str], dir: &Path, opts: &FetchOptions) -> Result<Vec<(&'s
         for f in files_of(spec)? {
             if !files.contains(&f) {
                 files.push(f);
+            }
+        }
+        for d in spec.files.iter().filter_map(|f| derive::derived(f)) {
+            if !derived.iter().any(|e| e.path == d.path) {
+                derived.push(d);
             }
         }
     }
@@ -115,7 +121,26 @@ pub fn fetch(names: &[&str], dir: &Path, opts: &FetchOptions) -> Result<Vec<(&'s
         .user_agent(concat!("fgl-sim/", env!("CARGO_PKG_VERSION")))
         .build()
         .into();
-    files.into_iter().map(|f| Ok((f, fetch_file(&agent, f, dir, opts)?))).collect()
+    let files = files.into_iter().map(|f| Ok((f, fetch_file(&agent, f, dir, opts)?))).collect::<Result<Vec<_>>>()?;
+    // A derived file is (re)built when missing or when one of its inputs just arrived.
+    let mut built = Vec::new();
+    for d in derived {
+        let fresh = files.iter().any(|(f, o)| d.inputs.contains(&f.path) && matches!(o, Outcome::Downloaded { .. }));
+        if fresh || !dir.join(d.path).is_file() {
+            d.build(dir)?;
+            built.push(d.path);
+        }
+    }
+    Ok(Fetched { files, built })
+}
+
+/// What [`fetch`] did.
+#[derive(Debug)]
+pub struct Fetched {
+    /// Each published file, and whether it was downloaded or already there.
+    pub files: Vec<(&'static RemoteFile, Outcome)>,
+    /// The files built from published ones in this call.
+    pub built: Vec<&'static str>,
 }
 
 /// The sha256 of a file, as lowercase hex.
@@ -281,18 +306,20 @@ mod tests {
     #[test]
     fn every_fetchable_file_is_one_a_dataset_reads_and_urls_fill_the_template() {
         for f in FILES {
-            assert!(registry::known().iter().any(|s| s.files.contains(&f.path)), "{} is read by no dataset", f.path);
+            let read = registry::known().iter().any(|s| s.files.contains(&f.path)) || derive::DERIVED.iter().any(|d| d.inputs.contains(&f.path));
+            assert!(read, "{} is read by no dataset", f.path);
             assert_eq!(f.sha256.len(), 64);
             assert_eq!(f.commit.len(), 40);
         }
         let all: Vec<&str> = registry::known().iter().filter(|s| !s.is_synthetic()).map(|s| s.name).collect();
-        assert_eq!(fetchable(), all.into_iter().filter(|n| !n.ends_with("pubmed")).collect::<Vec<_>>());
+        assert_eq!(fetchable(), all);
         assert_eq!(
             FILES[0].url(DEFAULT_MIRRORS[0]),
             "https://raw.githubusercontent.com/shchur/gnn-benchmark/1e72912a0810cdf27ae54fd589a3b43358a2b161/data/npz/cora.npz"
         );
-        let e = files_of(registry::spec("pubmed").unwrap()).unwrap_err().to_string();
-        assert!(e.contains("planetoid/derived/pubmed.npz") && e.contains("cora, citeseer"), "{e}");
+        // PubMed: Planetoid's pickles and the 7z its features are built from.
+        let pubmed: Vec<&str> = files_of(registry::spec("pubmed").unwrap()).unwrap().iter().map(|f| f.path).collect();
+        assert_eq!(pubmed, derive::derived("planetoid/derived/pubmed.npz").unwrap().inputs);
     }
 
     #[test]

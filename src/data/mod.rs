@@ -1,6 +1,7 @@
 //! Graph data: the graph itself, node features and labels, the loaders that read them
 //! from the usual file formats, the synthetic generator, preprocessing and splits.
 
+pub mod derive;
 pub mod features;
 pub mod fetch;
 pub mod graph;
@@ -9,6 +10,7 @@ pub mod npy;
 pub mod pickle;
 pub mod preprocess;
 pub mod registry;
+pub mod sevenz;
 pub mod split;
 pub mod synthetic;
 

@@ -550,9 +550,8 @@ impl NpzArchive {
     }
 }
 
-#[cfg(test)]
 /// Build a version-1.0 `.npy` image the way NumPy does (header padded to 64 bytes).
-pub(crate) fn npy_bytes(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
+pub fn npy_bytes(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
     let shape_s = match dims.len() {
         1 => format!("({},)", dims[0]),

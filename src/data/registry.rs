@@ -65,6 +65,7 @@ const FEATHER: (&str, &str) = ("benedekrozemberczki/FEATHER", "045db7963fb367eb9
 const PLANETOID: (&str, &str) = ("kimiyoung/planetoid", "af6abf468a772cc055bec88c52e4d6f51b7c37e3");
 const GRAPHDATA: (&str, &str) = ("EdisonLeeeee/GraphData", "f8022c26b917346f2a461ffec0ec5ae24b36de68");
 const RGNN: (&str, &str) = ("karuna-bhaila/RGNN", "1d70a437a0fdeb055ccb5f5be300af370f28dce5");
+const PUBMED_DUMP: (&str, &str) = ("yottacto/parameter-server", "3cdb22c584aaab4534c94e4eb5dc2a229d037038");
 const NIFTY: (&str, &str) = ("chirag126/nifty", "6c270c5ec736c5138d455609112cf6dfcc63dcca");
 
 const fn file(path: &'static str, bytes: u64, sha256: &'static str, (repo, commit): (&'static str, &'static str), source: &'static str) -> RemoteFile {
@@ -91,6 +92,14 @@ pub static REMOTE_FILES: &[RemoteFile] = &[
     file("planetoid/ind.cora.ty", 28_135, "41f5ac76596a1699cc33f53084a2419e92961c42bb75f36fc38e616d348532ad", PLANETOID, "data/ind.cora.ty"),
     file("planetoid/ind.cora.x", 22_119, "23cfa55d91c6f624233f5eb7b6e3f141f1bd2b2ae39608a63cf5d084bb27baab", PLANETOID, "data/ind.cora.x"),
     file("planetoid/ind.cora.y", 4_054, "94465c14eb53e04ca262198dcbb2521ee8af60fb3f3d546cd6ca24a511b0e7d1", PLANETOID, "data/ind.cora.y"),
+    file("planetoid/ind.pubmed.ally", 224_739, "0c37bbe3b5014ec365e9d393cf4791925e5ed94fb194305d74f064a8d7b50f0e", PLANETOID, "data/ind.pubmed.ally"),
+    file("planetoid/ind.pubmed.graph", 471_808, "5b89f0036ca22909471f1e6558eb42fa06e0c730a577bde5b058b40638f81dc9", PLANETOID, "data/ind.pubmed.graph"),
+    file("planetoid/ind.pubmed.test.index", 6_000, "b101d421688bbaecbd82e8a18f1e282378d6830f3a37666f28ebc47f844341b5", PLANETOID, "data/ind.pubmed.test.index"),
+    file("planetoid/ind.pubmed.tx", 405_505, "4eb5f5d0f30f26497eb0ac6ac9719d09c67e284f1ed0385c93f3ef27a671da3d", PLANETOID, "data/ind.pubmed.tx"),
+    file("planetoid/ind.pubmed.ty", 12_135, "ee2e0d4819d9fbcc403689c3bf2e49face401b605932f093bc58ab6461130fdd", PLANETOID, "data/ind.pubmed.ty"),
+    file("planetoid/ind.pubmed.x", 23_172, "fbe9cb5c47200d1b7769a26e579be3b7130b556831f9d850e77c4c74f2599b33", PLANETOID, "data/ind.pubmed.x"),
+    file("planetoid/ind.pubmed.y", 854, "e6c807633307a07ed659249006536a147c7999c797f11a2560752990181b41b3", PLANETOID, "data/ind.pubmed.y"),
+    file("pubmed_features/pubmed.7z", 3_634_143, "ef2a6816d10dfcb1e11cb16625b30ca097b477c3c79b873e048ec6c8b15af78b", PUBMED_DUMP, "data/pubmed.7z"),
     file("graphdata_npz/amazon_cs.npz", 3_410_531, "a6942db609f196b53503d91b99a02ad8d052d5d9be8ef41db976fb65f66ed1f3", GRAPHDATA, "datasets/amazon_cs.npz"),
     file("graphdata_npz/amazon_photo.npz", 1_772_672, "bdb98b54cd3125bfa69b23ba0aae84fabcb770c6727175b8f6eb1d64f3be4b2b", GRAPHDATA, "datasets/amazon_photo.npz"),
     file("graphdata_npz/coauthor_cs.npz", 2_800_548, "7b7b51bf270d341f1c4231834c58a526bb04db003fd76a6d2f51ad7d252005ed", GRAPHDATA, "datasets/coauthor_cs.npz"),
@@ -108,10 +117,24 @@ pub static REMOTE_FILES: &[RemoteFile] = &[
     file("german_nifty/german_edges.txt", 1_248_500, "404d107384e05a14ce9befe04a710d7df0a7492095569dc35ffb5d47742ee300", NIFTY, "dataset/german/german_edges.txt"),
 ];
 
-/// The published files of `spec` (all of them), or the first file that is not published
-/// as the loader reads it.
+/// The published files `spec` is read from: its files, or for a file built from published
+/// ones ([`derive`](super::derive)) that file's inputs; else the first file that is
+/// neither.
 pub fn remote_files(spec: &DatasetSpec) -> std::result::Result<Vec<&'static RemoteFile>, &'static str> {
-    spec.files.iter().map(|f| REMOTE_FILES.iter().find(|r| r.path == *f).ok_or(*f)).collect()
+    let mut out: Vec<&'static RemoteFile> = Vec::new();
+    for f in spec.files {
+        let inputs: Vec<&str> = match super::derive::derived(f) {
+            Some(d) => d.inputs.to_vec(),
+            None => vec![*f],
+        };
+        for i in inputs {
+            let r = REMOTE_FILES.iter().find(|r| r.path == i).ok_or(*f)?;
+            if !out.contains(&r) {
+                out.push(r);
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Which loader reads a dataset, with its location relative to the data directory.
@@ -292,7 +315,7 @@ pub fn load(name: &str, data_dir: Option<&Path>, synthetic: &SyntheticConfig, se
     }
     let how = |dir: Option<&Path>| match remote_files(spec) {
         Ok(_) => format!("download it with `{}`", fetch_command(name, dir)),
-        Err(_) => format!("`{name}` cannot be fetched by name (its file is converted from a published 7z text dump): copy it there"),
+        Err(f) => format!("`{name}` cannot be fetched by name ({f} is not a published file): copy it there"),
     };
     let Some(dir) = data_dir else {
         return Err(Error::dataset(
@@ -356,8 +379,6 @@ mod tests {
         let e = load("facebook", Some(dir.path()), &cfg, 0).unwrap_err().to_string();
         assert!(e.contains("facebook_page_page/facebook_edges.csv") && e.contains("not found"), "{e}");
         assert!(e.contains(&format!("`fgl-sim datasets fetch facebook --data-dir {}`", dir.path().display())), "{e}");
-        let e = load("pubmed", Some(dir.path()), &cfg, 0).unwrap_err().to_string();
-        assert!(e.contains("cannot be fetched by name"), "{e}");
     }
 
     #[test]

@@ -37,7 +37,7 @@ pub use igraph::load_igraph_pickle;
 pub use musae::load_musae;
 pub use node_csv::load_node_csv;
 pub use npz::load_npz;
-pub use planetoid::load_planetoid;
+pub use planetoid::{load_planetoid, read_planetoid, PlanetoidParts};
 
 // ---------------------------------------------------------------------------------------
 // Shared helpers (the text and CSV readers are in `text.rs`)

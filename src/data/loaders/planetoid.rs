@@ -47,10 +47,32 @@ fn one_hot(dir: &Path, prefix: &str, part: &str) -> Result<(Vec<Option<u32>>, us
     Ok((labels, classes))
 }
 
+/// What Planetoid's files say about a graph, before it becomes a [`Dataset`].
+pub struct PlanetoidParts {
+    pub nodes: usize,
+    /// `graph`'s adjacency lists as stored (repeats and self loops included).
+    pub edges: Vec<(usize, usize)>,
+    pub labels: Vec<Option<u32>>,
+    pub classes: usize,
+    pub roles: Vec<Role>,
+    /// From `allx` and `tx`; `None` when not asked for (PubMed, whose `allx` is missing).
+    pub features: Option<CsrMatrix>,
+}
+
 /// Load Planetoid dataset `prefix` from the raw files in `dir`.
 pub fn load_planetoid(dir: &Path, prefix: &str, name: &str) -> Result<Dataset> {
-    let allx = csr(dir, prefix, "allx")?;
-    let tx = csr(dir, prefix, "tx")?;
+    let parts = read_planetoid(dir, prefix, true)?;
+    let source = dir.join(format!("ind.{prefix}.graph")).display().to_string();
+    let (graph, build_report) = Graph::from_edges(parts.nodes, parts.edges, &source)?;
+    let class_names = (0..parts.classes).map(|c| c.to_string()).collect();
+    let features = parts.features.map(Features::Sparse);
+    finish(name, graph, build_report, features, parts.labels, class_names, Some(Split { roles: parts.roles }), Vec::new(), &source)
+}
+
+/// Read Planetoid dataset `prefix`'s graph, labels and split, and its features from
+/// `allx` / `tx` when `with_features`.
+pub fn read_planetoid(dir: &Path, prefix: &str, with_features: bool) -> Result<PlanetoidParts> {
+    let (allx, tx) = if with_features { (Some(csr(dir, prefix, "allx")?), Some(csr(dir, prefix, "tx")?)) } else { (None, None) };
     let (ally, classes) = one_hot(dir, prefix, "ally")?;
     let (ty, test_classes) = one_hot(dir, prefix, "ty")?;
     let (y, _) = one_hot(dir, prefix, "y")?;
@@ -78,45 +100,45 @@ pub fn load_planetoid(dir: &Path, prefix: &str, name: &str) -> Result<Dataset> {
             edges.push((u as usize, w as usize));
         }
     }
-    let n = edges.iter().map(|&(u, w)| u.max(w) + 1).max().unwrap_or(0).max(allx.rows).max(test_index.iter().map(|&i| i + 1).max().unwrap_or(0));
+    let n = edges.iter().map(|&(u, w)| u.max(w) + 1).max().unwrap_or(0).max(ally.len()).max(test_index.iter().map(|&i| i + 1).max().unwrap_or(0));
 
     let check = |ok: bool, path: &str, msg: String| if ok { Ok(()) } else { Err(Error::data_file(dir.join(format!("ind.{prefix}.{path}")), msg)) };
-    check(allx.rows == ally.len(), "ally", format!("has {} rows but allx has {}", ally.len(), allx.rows))?;
-    check(tx.rows == ty.len() && tx.rows == test_index.len(), "tx", format!("has {} rows, ty {}, test.index {}", tx.rows, ty.len(), test_index.len()))?;
-    check(tx.cols == allx.cols && classes == test_classes, "tx", format!("has {} columns and {test_classes} classes, allx {} and {classes}", tx.cols, allx.cols))?;
-    check(y.len() + 500 <= allx.rows, "y", format!("{} training rows + 500 validation rows exceed allx's {}", y.len(), allx.rows))?;
-
-    // Row of each node: in allx, in tx, or none.
-    enum Row {
-        All(usize),
-        Test(usize),
-        None,
+    check(ty.len() == test_index.len(), "ty", format!("has {} rows, test.index {}", ty.len(), test_index.len()))?;
+    check(classes == test_classes, "ty", format!("has {test_classes} classes, ally {classes}"))?;
+    check(y.len() + 500 <= ally.len(), "y", format!("{} training rows + 500 validation rows exceed ally's {}", y.len(), ally.len()))?;
+    if let (Some(allx), Some(tx)) = (&allx, &tx) {
+        check(allx.rows == ally.len(), "allx", format!("has {} rows but ally has {}", allx.rows, ally.len()))?;
+        check(tx.rows == ty.len() && tx.cols == allx.cols, "tx", format!("is {} × {}, ty has {} rows and allx {} columns", tx.rows, tx.cols, ty.len(), allx.cols))?;
     }
-    let mut rows: Vec<Row> = (0..n).map(|i| if i < allx.rows { Row::All(i) } else { Row::None }).collect();
+
     let mut labels: Vec<Option<u32>> = (0..n).map(|i| ally.get(i).copied().flatten()).collect();
     for (k, &v) in test_index.iter().enumerate() {
-        if v < allx.rows {
-            return Err(Error::data_file(&index_path, format!("line {}: test node {v} is also a row of allx", k + 1)));
+        if v < ally.len() {
+            return Err(Error::data_file(&index_path, format!("line {}: test node {v} is also a row of ally", k + 1)));
         }
-        rows[v] = Row::Test(k);
         labels[v] = ty[k];
     }
-    let (mut indptr, mut indices, mut values) = (vec![0usize], Vec::new(), Vec::new());
-    for r in &rows {
-        let (m, i) = match *r {
-            Row::All(i) => (&allx, i),
-            Row::Test(k) => (&tx, k),
-            Row::None => {
-                indptr.push(indices.len());
-                continue;
+    let features = match (allx, tx) {
+        (Some(allx), Some(tx)) => {
+            // Row of each node: in allx, in tx, or none (a zero row).
+            let mut test_row = vec![None; n];
+            for (k, &v) in test_index.iter().enumerate() {
+                test_row[v] = Some(k);
             }
-        };
-        let (a, b) = (m.indptr[i], m.indptr[i + 1]);
-        indices.extend_from_slice(&m.indices[a..b]);
-        values.extend_from_slice(&m.values[a..b]);
-        indptr.push(indices.len());
-    }
-    let features = CsrMatrix { rows: n, cols: allx.cols, indptr, indices, values };
+            let (mut indptr, mut indices, mut values) = (vec![0usize], Vec::new(), Vec::new());
+            for (v, t) in test_row.iter().enumerate() {
+                let row = if v < allx.rows { Some((&allx, v)) } else { t.map(|k| (&tx, k)) };
+                if let Some((m, i)) = row {
+                    let (a, b) = (m.indptr[i], m.indptr[i + 1]);
+                    indices.extend_from_slice(&m.indices[a..b]);
+                    values.extend_from_slice(&m.values[a..b]);
+                }
+                indptr.push(indices.len());
+            }
+            Some(CsrMatrix { rows: n, cols: allx.cols, indptr, indices, values })
+        }
+        _ => None,
+    };
 
     let mut roles = vec![Role::Unused; n];
     roles[..y.len()].fill(Role::Train);
@@ -124,8 +146,5 @@ pub fn load_planetoid(dir: &Path, prefix: &str, name: &str) -> Result<Dataset> {
     for &v in &test_index {
         roles[v] = Role::Test;
     }
-    let source = dir.join(format!("ind.{prefix}.graph")).display().to_string();
-    let (graph, build_report) = Graph::from_edges(n, edges, &source)?;
-    let class_names = (0..classes).map(|c| c.to_string()).collect();
-    finish(name, graph, build_report, Some(Features::Sparse(features)), labels, class_names, Some(Split { roles }), Vec::new(), &source)
+    Ok(PlanetoidParts { nodes: n, edges, labels, classes, roles, features })
 }
