@@ -260,6 +260,13 @@ fn reproduce_ec_lda_writes_the_shared_csv_contract() {
     let ec = rows.iter().find(|r| r[3] == "gcn" && r[4].starts_with("attack=ec-lda") && r[5] == "cos_sim").unwrap();
     assert!(ec[7].parse::<f64>().unwrap() > 0.95, "{ec:?}");
     assert!(std::fs::read_to_string(out.join("reproduce.md")).unwrap().contains("| 2 | gcn |"));
+    // The runs go several at once; one at a time (--threads 1) or three at once gives the same table.
+    for threads in ["1", "3"] {
+        let other = tmp.path().join(format!("rep-{threads}"));
+        let o = fgl(&[&args[..], &[other.to_str().unwrap(), "--threads", threads]].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(other.join("reproduce.csv")).unwrap(), csv, "--threads {threads}");
+    }
     // Never overwritten without --force; bad options fail cleanly.
     let again = fgl(&[&args[..], &[out.to_str().unwrap()]].concat());
     assert_clean_failure(&again, &["--force"]);

@@ -102,6 +102,15 @@ fn scores(cells: &mut Cells, table: &str, model: &str, setting: &str, (cos, js):
     cells.push(table, model, setting, "js_div", js, value(paper.1));
 }
 
+/// Which cells a run's scores go to.
+#[derive(Debug, Clone, Copy)]
+enum Record {
+    Table,
+    Epochs(usize),
+    Defense(&'static str, f64),
+    Clip(&'static str),
+}
+
 /// One federated run: per attack, the mean cos-sim and JS (nats) over its reports, and
 /// the final test accuracy.
 struct RunScores {
@@ -167,47 +176,22 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
     };
     for part in &opts.parts {
         let t = Instant::now();
+        // Every run of the part in reporting order: run concurrently, recorded in order.
+        let mut jobs: Vec<(&str, &str, Vec<String>, Record)> = Vec::new();
         for (model, base) in MODELS {
             for seed in 0..opts.seeds {
                 match part {
                     EcLdaPart::Table => {
                         let mut o = common(seed);
                         o.push("attacks=[ec-lda, infiltrator, ilrg, llg-star, uniform]".into());
-                        let r = run_once(base, &o, &quiet)?;
-                        for (attack, cos, js) in &r.attacks {
-                            let paper = paper_value(&opts.dataset, model, attack);
-                            let setting = format!("attack={attack};local_epochs=5;clip=0.01");
-                            scores(
-                                &mut cells,
-                                "2",
-                                model,
-                                &setting,
-                                (*cos, *js),
-                                (paper.map(|p| p.0), paper.map(|p| p.1)),
-                            );
-                        }
-                        let setting = "attack=ec-lda;local_epochs=5;clip=0.01";
-                        cells.push(
-                            "2",
-                            model,
-                            setting,
-                            "test_accuracy",
-                            100.0 * r.test_accuracy,
-                            None,
-                        );
+                        jobs.push((model, base, o, Record::Table));
                     }
                     EcLdaPart::Epochs => {
                         for e in [1, 3, 5] {
                             let mut o = common(seed);
                             o.push(format!("train.epochs={e}"));
                             o.push("attacks=[ec-lda]".into());
-                            let r = run_once(base, &o, &quiet)?;
-                            let setting = format!("attack=ec-lda;local_epochs={e};clip=0.01");
-                            // The paper: cos-sim "stays 1.000" for every E.
-                            let paper = (paper_reports(&opts.dataset).then_some(1.0), None);
-                            for (_, cos, js) in &r.attacks {
-                                scores(&mut cells, "E-sweep", model, &setting, (*cos, *js), paper);
-                            }
+                            jobs.push((model, base, o, Record::Epochs(e)));
                         }
                     }
                     EcLdaPart::Defense if model == "gat" => {}
@@ -231,22 +215,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                             let mut o = common(seed);
                             o.extend(extra);
                             o.push("attacks=[ec-lda]".into());
-                            let r = run_once(base, &o, &quiet)?;
-                            let epochs = if defense == "dp-gnn" { "1" } else { "5" };
-                            let setting = super::setting(&[
-                                ("eps", super::eps(e)),
-                                ("attack", "ec-lda".into()),
-                                ("defense", defense.into()),
-                                ("local_epochs", epochs.into()),
-                                ("clip", "0.01".into()),
-                            ]);
-                            for (_, cos, js) in &r.attacks {
-                                scores(&mut cells, "defense", model, &setting, (*cos, *js), (None, None));
-                            }
-                            for (_, cos, js) in &r.vs_trained {
-                                scores(&mut cells, "defense-vs-held-labels", model, &setting, (*cos, *js), (None, None));
-                            }
-                            cells.push("defense", model, &setting, "test_accuracy", 100.0 * r.test_accuracy, None);
+                            jobs.push((model, base, o, Record::Defense(defense, e)));
                         }
                     }
                     EcLdaPart::Clip => {
@@ -254,18 +223,56 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                             let mut o = common(seed);
                             // Unscaled, the round is the passive one: the baselines read it too.
                             let others = if c == "null" { ", ilrg, llg-star" } else { "" };
-                            o.push(format!(
-                                "attacks=[{{kind: ec-lda, clip_norm: {c}}}{others}]"
-                            ));
-                            let r = run_once(base, &o, &quiet)?;
-                            for (attack, cos, js) in &r.attacks {
-                                let setting = format!(
-                                    "attack={attack};local_epochs=5;clip={}",
-                                    if c == "null" { "none" } else { c }
-                                );
-                                scores(&mut cells, "C-sweep", model, &setting, (*cos, *js), (None, None));
-                            }
+                            o.push(format!("attacks=[{{kind: ec-lda, clip_norm: {c}}}{others}]"));
+                            jobs.push((model, base, o, Record::Clip(c)));
                         }
+                    }
+                }
+            }
+        }
+        let results = super::run_concurrently(&jobs, opts.run.threads, |(_, base, o, _), threads| {
+            run_once(base, o, &RunOptions { threads: Some(threads), ..quiet.clone() })
+        });
+        for ((model, _, _, record), r) in jobs.iter().zip(results) {
+            let r = r?;
+            match *record {
+                Record::Table => {
+                    for (attack, cos, js) in &r.attacks {
+                        let paper = paper_value(&opts.dataset, model, attack);
+                        let setting = format!("attack={attack};local_epochs=5;clip=0.01");
+                        scores(&mut cells, "2", model, &setting, (*cos, *js), (paper.map(|p| p.0), paper.map(|p| p.1)));
+                    }
+                    cells.push("2", model, "attack=ec-lda;local_epochs=5;clip=0.01", "test_accuracy", 100.0 * r.test_accuracy, None);
+                }
+                Record::Epochs(e) => {
+                    let setting = format!("attack=ec-lda;local_epochs={e};clip=0.01");
+                    // The paper: cos-sim "stays 1.000" for every E.
+                    let paper = (paper_reports(&opts.dataset).then_some(1.0), None);
+                    for (_, cos, js) in &r.attacks {
+                        scores(&mut cells, "E-sweep", model, &setting, (*cos, *js), paper);
+                    }
+                }
+                Record::Defense(defense, e) => {
+                    let epochs = if defense == "dp-gnn" { "1" } else { "5" };
+                    let setting = super::setting(&[
+                        ("eps", super::eps(e)),
+                        ("attack", "ec-lda".into()),
+                        ("defense", defense.into()),
+                        ("local_epochs", epochs.into()),
+                        ("clip", "0.01".into()),
+                    ]);
+                    for (_, cos, js) in &r.attacks {
+                        scores(&mut cells, "defense", model, &setting, (*cos, *js), (None, None));
+                    }
+                    for (_, cos, js) in &r.vs_trained {
+                        scores(&mut cells, "defense-vs-held-labels", model, &setting, (*cos, *js), (None, None));
+                    }
+                    cells.push("defense", model, &setting, "test_accuracy", 100.0 * r.test_accuracy, None);
+                }
+                Record::Clip(c) => {
+                    for (attack, cos, js) in &r.attacks {
+                        let setting = format!("attack={attack};local_epochs=5;clip={}", if c == "null" { "none" } else { c });
+                        scores(&mut cells, "C-sweep", model, &setting, (*cos, *js), (None, None));
                     }
                 }
             }

@@ -240,17 +240,15 @@ pub fn lpgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Pat
     let mut timings = Vec::new();
     for &s in &opts.settings {
         let t = Instant::now();
-        for cell in &chosen {
-            let (base, setting) = cell_overrides(&opts.dataset, paper, cell)?;
+        let specs = chosen.iter().map(|cell| cell_overrides(&opts.dataset, paper, cell)).collect::<Result<Vec<_>>>()?;
+        let bases: Vec<Vec<String>> = specs.iter().map(|(base, _)| base.clone()).collect();
+        let results = super::seed_runs(&bases, opts.runs, s, epochs, &quiet, run_once)?;
+        for ((cell, (_, setting)), accs) in chosen.iter().zip(&specs).zip(results) {
             // REPRODUCTION.md gives Cora's centralized values only.
             let value =
                 cell.cora.filter(|_| paper == "cora" && s == Setting::Centralized).map(|(mean, ci95)| PaperValue { mean, ci95 });
-            for seed in 0..opts.runs {
-                let mut o = base.clone();
-                o.push(format!("seed={seed}"));
-                o.extend(s.overrides(epochs));
-                let acc = run_once(&o, &quiet)?;
-                cells.push(s.name(), "sage", &setting, "test_accuracy", acc, value);
+            for acc in accs {
+                cells.push(s.name(), "sage", setting, "test_accuracy", acc, value);
             }
         }
         timings.push((s.name().to_string(), t.elapsed().as_secs_f64()));

@@ -142,15 +142,13 @@ pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Path
     let mut timings = Vec::new();
     for &s in &opts.settings {
         let t = Instant::now();
-        for (_, method, eps_y) in &chosen {
-            let (base, setting) = cell_overrides(&opts.dataset, *method, *eps_y);
+        let specs: Vec<_> = chosen.iter().map(|(_, method, eps_y)| cell_overrides(&opts.dataset, *method, *eps_y)).collect();
+        let bases: Vec<Vec<String>> = specs.iter().map(|(base, _)| base.clone()).collect();
+        let results = super::seed_runs(&bases, opts.runs, s, epochs, &quiet, run_once)?;
+        for (((_, method, eps_y), (_, setting)), accs) in chosen.iter().zip(&specs).zip(results) {
             let value = cora_value(*method, *eps_y).filter(|_| is_cora && s == Setting::Centralized);
-            for seed in 0..opts.runs {
-                let mut o = base.clone();
-                o.push(format!("seed={seed}"));
-                o.extend(s.overrides(epochs));
-                let acc = run_once(&o, &quiet)?;
-                cells.push(s.name(), "sage", &setting, "test_accuracy", acc, value);
+            for acc in accs {
+                cells.push(s.name(), "sage", setting, "test_accuracy", acc, value);
             }
         }
         timings.push((s.name().to_string(), t.elapsed().as_secs_f64()));

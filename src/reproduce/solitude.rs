@@ -98,16 +98,14 @@ pub fn solitude(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<
     let mut calibration = String::new();
     for &s in &opts.settings {
         let t = Instant::now();
-        for (_, method, eps_a) in &chosen {
-            let (base, setting) = cell_overrides(&opts.dataset, method, *eps_a);
+        let specs: Vec<_> = chosen.iter().map(|(_, method, eps_a)| cell_overrides(&opts.dataset, method, *eps_a)).collect();
+        let bases: Vec<Vec<String>> = specs.iter().map(|(base, _)| base.clone()).collect();
+        let results = super::seed_runs(&bases, opts.runs, s, epochs, &quiet, run_once)?;
+        for (((_, method, eps_a), (_, setting)), runs) in chosen.iter().zip(&specs).zip(results) {
             let value = cora_value(method, *eps_a).filter(|_| is_cora && s == Setting::Centralized);
             let mut sums = [0.0; 4];
-            for seed in 0..opts.runs {
-                let mut o = base.clone();
-                o.push(format!("seed={seed}"));
-                o.extend(s.overrides(epochs));
-                let (acc, counts) = run_once(&o, &quiet)?;
-                cells.push(s.name(), "sage", &setting, "test_accuracy", acc, value);
+            for (acc, counts) in runs {
+                cells.push(s.name(), "sage", setting, "test_accuracy", acc, value);
                 if let Some(c) = counts {
                     sums.iter_mut().zip(c).for_each(|(a, b)| *a += b);
                 }
