@@ -32,8 +32,8 @@ use crate::rng;
 /// run per core keeps them busy. `run` gets the job and the worker threads it may use
 /// (1, unless there are fewer jobs than `threads`, default all cores). Results do not
 /// depend on either: runs are independent and identical at any thread count. After a
-/// failure no new job starts.
-pub(crate) fn run_concurrently<J: Sync, T: Send>(jobs: &[J], threads: Option<usize>, run: impl Fn(&J, usize) -> Result<T> + Sync) -> Vec<Result<T>> {
+/// failure no new job starts, and the first failed job's error (in job order) is returned.
+pub(crate) fn run_concurrently<J: Sync, T: Send>(jobs: &[J], threads: Option<usize>, run: impl Fn(&J, usize) -> Result<T> + Sync) -> Result<Vec<T>> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
     let workers = threads.min(jobs.len()).max(1);
@@ -58,10 +58,16 @@ pub(crate) fn run_concurrently<J: Sync, T: Send>(jobs: &[J], threads: Option<usi
             });
         }
     });
-    slots
-        .into_iter()
-        .map(|m| m.into_inner().expect("workers finished").unwrap_or_else(|| Err(Error::Other("not run: an earlier run failed".into()))))
-        .collect()
+    // Jobs start in index order, so any job that never ran comes after a failed one.
+    let mut out = Vec::with_capacity(jobs.len());
+    for slot in slots {
+        match slot.into_inner().expect("workers finished") {
+            Some(Ok(v)) => out.push(v),
+            Some(Err(e)) => return Err(e),
+            None => unreachable!("a job is skipped only after a failure"),
+        }
+    }
+    Ok(out)
 }
 
 /// Every cell's runs over seeds 0..`runs` in `setting` (the cell's overrides, `seed=…`,
@@ -86,8 +92,8 @@ pub(crate) fn seed_runs<T: Send>(
             })
         })
         .collect();
-    let mut results = run_concurrently(&jobs, opts.threads, |o, threads| run(o, &RunOptions { threads: Some(threads), ..opts.clone() })).into_iter();
-    cells.iter().map(|_| results.by_ref().take(runs).collect::<Result<Vec<T>>>()).collect()
+    let mut results = run_concurrently(&jobs, opts.threads, |o, threads| run(o, &RunOptions { threads: Some(threads), ..opts.clone() }))?.into_iter();
+    Ok(cells.iter().map(|_| results.by_ref().take(runs).collect()).collect())
 }
 
 /// Where a table's cells run: the paper's setting or ours over clients.
@@ -351,19 +357,17 @@ mod tests {
                 Ok((j * j, t))
             });
             let want: Vec<(u64, usize)> = jobs.iter().map(|j| (j * j, 1)).collect();
-            assert_eq!(got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(), want, "{threads} threads");
+            assert_eq!(got.unwrap(), want, "{threads} threads");
         }
         // Fewer jobs than threads: each gets a share.
-        let got = run_concurrently(&[0, 1], Some(4), |_, t| Ok(t));
-        assert_eq!(got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>(), [2, 2]);
+        assert_eq!(run_concurrently(&[0, 1], Some(4), |_, t| Ok(t)).unwrap(), [2, 2]);
         let ran = std::sync::atomic::AtomicUsize::new(0);
         let got = run_concurrently(&jobs, Some(1), |&j, _| {
             ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if j == 3 { Err(Error::Other("boom".into())) } else { Ok(j) }
+            if j == 3 || j == 5 { Err(Error::Other(format!("job {j} failed"))) } else { Ok(j) }
         });
         assert_eq!(ran.into_inner(), 4, "one worker stops after the failing job");
-        assert!(got[..3].iter().all(|r| r.is_ok()) && got[3].as_ref().unwrap_err().to_string().contains("boom"));
-        assert!(got[4].as_ref().unwrap_err().to_string().contains("not run"));
+        assert_eq!(got.unwrap_err().to_string(), "job 3 failed");
     }
 
     #[test]
