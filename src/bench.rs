@@ -598,7 +598,7 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
         let mut total = 0usize;
         for (g, &y) in graphs.iter().zip(&labels) {
             let batch = NodeBatch::new(std::slice::from_ref(g), features, &[y], &device)?;
-            let out = model.forward(&batch.input, &batch.graph);
+            let out = model.forward(&batch.input(), &batch.graph);
             let loss = crate::train::cross_entropy(out.logits, &batch.roots, &batch.labels);
             let grads = burn::optim::GradientsParams::from_grads(loss.backward(), &model);
             total += grads.len();

@@ -78,14 +78,8 @@ impl ComputationGraph {
 #[derive(Debug, Clone)]
 pub struct NodeBatch {
     pub graph: GraphTensors,
-    /// `[R, d]`: the features of every block's nodes, in the layout a client's input
-    /// takes (sparse for bag-of-words features).
-    pub input: NodeInput,
-    /// For a sparse input: the same non-zeros as edges node row → feature column (with
-    /// their values unless all are 1), for Aᵀ·M; and the `[B, S, S]` block Gram matrices
-    /// of the rows, computed on the host from the non-zeros. The layer-0 products then
-    /// cost per non-zero rather than per dense entry (Cora: 1.3 % of them).
-    sparse: Option<(Edges, Option<Tensor<2>>, Tensor<3>)>,
+    /// `[R, d]`: the features of every block's nodes.
+    features: BatchFeatures,
     device: Device,
     /// The row of each block's root, and its label as held.
     pub roots: Tensor<1, Int>,
@@ -100,7 +94,36 @@ pub struct NodeBatch {
     width: usize,
 }
 
+/// A batch's features in the layout a client's input takes (sparse for bag-of-words
+/// features), with what the per-node products need of a sparse one.
+#[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one per batch
+enum BatchFeatures {
+    Dense(Tensor<2>),
+    /// `transposed`: the same non-zeros as edges node row → feature column (with their
+    /// `values` unless all are 1), for Aᵀ·M; `gram`: the `[B, S, S]` block Gram matrices
+    /// of the rows, computed on the host from the non-zeros. The layer-0 products then
+    /// cost per non-zero rather than per dense entry (Cora: 1.3 % of them).
+    Sparse(SparseBatch),
+}
+
+#[derive(Debug, Clone)]
+struct SparseBatch {
+    input: NodeInput,
+    transposed: Edges,
+    values: Option<Tensor<2>>,
+    gram: Tensor<3>,
+}
+
 impl NodeBatch {
+    /// The features as a model's input.
+    pub fn input(&self) -> NodeInput {
+        match &self.features {
+            BatchFeatures::Dense(x) => NodeInput::Dense(x.clone()),
+            BatchFeatures::Sparse(b) => b.input.clone(),
+        }
+    }
+
     /// `graphs[b]` with its root labelled `labels[b]`; features of client nodes from
     /// `features`.
     pub fn new(graphs: &[ComputationGraph], features: &Features, labels: &[u32], device: &Device) -> Result<NodeBatch> {
@@ -131,7 +154,7 @@ impl NodeBatch {
             Tensor::<1, Int>::from_data(TensorData::new(v, [n]), device)
         };
         let options = TensorCreationOptions::new(device.clone());
-        let sparse = match &selected {
+        let features = match &selected {
             Features::Sparse(m) if InputLayout::auto(&selected, 1) == InputLayout::Sparse => {
                 let (mut src, mut dst, mut values) = (Vec::with_capacity(m.nnz()), Vec::with_capacity(m.nnz()), Vec::with_capacity(m.nnz()));
                 for r in 0..rows {
@@ -142,15 +165,17 @@ impl NodeBatch {
                 }
                 let transposed = Edges::new(&src, &dst, rows, m.cols, &options);
                 let values = (!values.iter().all(|&v| v == 1.0)).then(|| crate::model::propagate::column(&values, &options));
-                Some((transposed, values, Self::host_gram(m, graphs, width, device)))
+                let input = NodeInput::with_layout(&selected, InputLayout::Sparse, options);
+                BatchFeatures::Sparse(SparseBatch { input, transposed, values, gram: Self::host_gram(m, graphs, width, device) })
             }
-            _ => None,
+            _ => match NodeInput::with_layout(&selected, InputLayout::Dense, options) {
+                NodeInput::Dense(x) => BatchFeatures::Dense(x),
+                NodeInput::Sparse(_) => unreachable!("the dense layout gives a dense input"),
+            },
         };
-        let input = NodeInput::with_layout(&selected, if sparse.is_some() { InputLayout::Sparse } else { InputLayout::Dense }, options);
         Ok(NodeBatch {
             graph: GraphTensors::from_senders(rows, |v| &senders[v], device)?,
-            input,
-            sparse,
+            features,
             device: device.clone(),
             roots: ints(roots),
             labels: ints(labels.iter().map(|&y| i64::from(y)).collect()),
@@ -210,19 +235,17 @@ impl NodeBatch {
 
     /// [`block_gram`](Self::block_gram) of the features.
     fn features_gram(&self) -> Tensor<3> {
-        match (&self.sparse, &self.input) {
-            (Some((_, _, gram)), _) => gram.clone(),
-            (None, NodeInput::Dense(x)) => self.block_gram(x.clone()),
-            (None, NodeInput::Sparse(_)) => unreachable!("a sparse batch input keeps its Gram matrices"),
+        match &self.features {
+            BatchFeatures::Sparse(b) => b.gram.clone(),
+            BatchFeatures::Dense(x) => self.block_gram(x.clone()),
         }
     }
 
     /// Aᵀ·`m` for the features A (`m`: `[R, c]` → `[d, c]`).
     fn features_transposed_matmul(&self, m: Tensor<2>) -> Tensor<2> {
-        match (&self.sparse, &self.input) {
-            (Some((transposed, values, _)), _) => transposed.propagate(m, values.as_ref()),
-            (None, NodeInput::Dense(x)) => x.clone().transpose().matmul(m),
-            (None, NodeInput::Sparse(_)) => unreachable!("a sparse batch input keeps its transposed pattern"),
+        match &self.features {
+            BatchFeatures::Sparse(b) => b.transposed.propagate(m, b.values.as_ref()),
+            BatchFeatures::Dense(x) => x.clone().transpose().matmul(m),
         }
     }
 
@@ -232,7 +255,7 @@ impl NodeBatch {
         let empty = NodeSet { index: None, len: 0 };
         ClientTensors {
             graph: self.graph.clone(),
-            input: self.input.clone(),
+            input: self.input(),
             train: NodeSet { index: Some((self.roots.clone(), self.labels.clone())), len: self.blocks },
             val: empty.clone(),
             test: empty.clone(),
@@ -304,7 +327,7 @@ pub fn per_node(model: &NodeClassifier, batch: &NodeBatch, loss: &dyn Loss, labe
     let mut x: Option<Tensor<2>> = None;
     for (i, conv) in model.convs.iter().enumerate() {
         let (mut h, a) = match x.take() {
-            None => (conv.transform(&batch.input), LayerInput::Features),
+            None => (conv.transform(&batch.input()), LayerInput::Features),
             Some(x) => {
                 let a = LayerInput::Hidden(x.clone().inner());
                 (conv.transform(&NodeInput::Dense(x)), a)
@@ -502,7 +525,7 @@ mod tests {
     /// The naive loop: node b alone in a batch, Burn's own gradient of each tensor.
     fn naive(model: &NodeClassifier, g: &ComputationGraph, f: &Features, y: u32, device: &Device) -> Vec<Vec<f32>> {
         let batch = NodeBatch::new(std::slice::from_ref(g), f, &[y], device).unwrap();
-        let out = model.forward(&batch.input, &batch.graph);
+        let out = model.forward(&batch.input(), &batch.graph);
         let classes = out.logits.dims()[1];
         let loss = CrossEntropy.loss(&out, &batch.as_client(classes, 1.0)).unwrap();
         let grads = GradientsParams::from_grads(loss.backward(), model);
@@ -534,7 +557,7 @@ mod tests {
             let labels = [2u32, 0, 1, 2];
             let graphs: Vec<ComputationGraph> = roots.iter().map(|&v| ComputationGraph::of(v, layers, &s)).collect();
             let batch = NodeBatch::new(&graphs, &f, &labels, &device).unwrap();
-            assert_eq!(batch.sparse.is_some(), d == 40, "dense features stay dense, sparse ones sparse");
+            assert_eq!(matches!(batch.features, BatchFeatures::Sparse(_)), d == 40, "dense features stay dense, sparse ones sparse");
             let pn = per_node(&model, &batch, &CrossEntropy, 1.0, None).unwrap();
             let norms = pn.norms(&batch);
             let each: Vec<Vec<Vec<f32>>> = graphs.iter().zip(labels).map(|(g, y)| naive(&model, g, &f, y, &device)).collect();
