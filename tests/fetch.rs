@@ -288,6 +288,7 @@ fn the_cli_fetches_and_missing_datasets_name_the_command() {
         (vec!["datasets", "fetch", "corra"], "unknown dataset; fetchable: cora, citeseer"),
         (vec!["datasets", "fetch", "synthetic"], "nothing to fetch"),
         (vec!["datasets", "fetch"], "required"),
+        (vec!["datasets", "fetch", "cora", "--mirror", "http://x/{repo}"], "has no {path}"),
     ] {
         let out = std::process::Command::new(bin).args(&args).args(["--data-dir", d]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

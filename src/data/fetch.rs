@@ -1,6 +1,7 @@
 //! `fgl-sim datasets fetch`: download a dataset's files from their public original
-//! locations into the data directory, verify each one's sha256 against the table below,
-//! and put it where the loaders read it.
+//! locations into the data directory, verify each one's sha256 against the registry's
+//! table of published files, and put it where the loaders read it (building the files
+//! derived from them, [`derive`]).
 //!
 //! Every file is a blob of a public GitHub repository at a pinned commit (the provenance
 //! table of the data README), so one URL template per mirror serves all of them. A file
@@ -111,7 +112,10 @@ pub fn fetch(names: &[&str], dir: &Path, opts: &FetchOptions) -> Result<Fetched>
         }
     }
     if opts.mirrors.is_empty() {
-        return Err(Error::param("mirrors", "no mirror to download from"));
+        return Err(Error::param("--mirror", "no mirror to download from"));
+    }
+    if let Some(m) = opts.mirrors.iter().find(|m| !m.contains("{path}")) {
+        return Err(Error::param("--mirror", format!("`{m}` has no {{path}}: a template names each file with {{repo}}, {{commit}} and {{path}}")));
     }
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_connect(Some(Duration::from_secs(20)))
