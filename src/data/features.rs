@@ -92,19 +92,39 @@ impl CsrMatrix {
         CsrMatrix { rows, cols, indptr: out_ptr, indices: out_idx, values: out_val }
     }
 
-    /// [`CsrMatrix::canonical`] from numpy's integer arrays, checked first (the error says
-    /// what is wrong).
+    /// [`CsrMatrix::canonical`] from numpy's arrays `indptr`, `indices` and `data`, checked
+    /// first ([`check_numpy_csr`](Self::check_numpy_csr)).
     pub fn from_numpy(rows: usize, cols: usize, indptr: &[i64], indices: &[i64], values: &[f32]) -> std::result::Result<CsrMatrix, String> {
-        if indptr.len() != rows + 1 {
-            return Err(format!("has {} row pointers for {rows} rows", indptr.len()));
-        }
-        if values.len() != indices.len() || indptr[0] != 0 || indptr[rows] != indices.len() as i64 || indptr.windows(2).any(|w| w[1] < w[0]) {
-            return Err(format!("has inconsistent arrays ({} values, {} indices, row pointers {}..{})", values.len(), indices.len(), indptr[0], indptr[rows]));
-        }
-        if let Some(c) = indices.iter().find(|&&c| c < 0 || c >= cols as i64) {
-            return Err(format!("has column {c} outside 0..{cols}"));
-        }
+        Self::check_numpy_csr(rows, cols, indptr, indices, values.len(), ["indptr", "indices", "data"], "is outside the column range")?;
         Ok(CsrMatrix::canonical(rows, cols, indptr.iter().map(|&p| p as usize).collect(), indices.iter().map(|&c| c as u32).collect(), values.to_vec()))
+    }
+
+    /// Check CSR arrays as numpy stores them (row pointers from 0 to the entry count, not
+    /// decreasing; one value per column index; columns in range). `names` are the arrays'
+    /// names for the message (row pointers, column indices, values); `column` says what an
+    /// out-of-range column is.
+    pub fn check_numpy_csr(rows: usize, cols: usize, indptr: &[i64], indices: &[i64], values: usize, names: [&str; 3], column: &str) -> std::result::Result<(), String> {
+        let [ptr, idx, val] = names;
+        let nnz = indices.len();
+        if indptr.len() != rows + 1 {
+            return Err(format!("array `{ptr}` has {} entries, expected rows + 1 = {}", indptr.len(), rows + 1));
+        }
+        if values != nnz {
+            return Err(format!("array `{val}` has {values} entries but `{idx}` has {nnz}"));
+        }
+        if indptr[0] != 0 {
+            return Err(format!("array `{ptr}` must start at 0, starts at {}", indptr[0]));
+        }
+        if let Some(k) = indptr.windows(2).position(|w| w[1] < w[0]) {
+            return Err(format!("array `{ptr}` decreases at position {} ({} → {})", k + 1, indptr[k], indptr[k + 1]));
+        }
+        if indptr[rows] != nnz as i64 {
+            return Err(format!("array `{ptr}` ends at {} but there are {nnz} stored entries", indptr[rows]));
+        }
+        if let Some((k, &c)) = indices.iter().enumerate().find(|&(_, &c)| c < 0 || c >= cols as i64) {
+            return Err(format!("array `{idx}`[{k}] = {c} {column} (allowed 0..{})", cols.saturating_sub(1)));
+        }
+        Ok(())
     }
 
     /// Row `r` as (column indices, values).

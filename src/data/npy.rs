@@ -90,12 +90,13 @@ pub struct NpyArray {
 }
 
 impl NpyArray {
-    /// An array from its parts (a pickled numpy array's), checked for size.
+    /// An array from its parts (a `.npy` image's, or a pickled numpy array's), checked for
+    /// size.
     pub fn from_parts(dtype: DType, shape: Vec<usize>, data: Vec<u8>) -> std::result::Result<Self, String> {
-        let count: usize = shape.iter().product();
         let item = dtype.item_size().ok_or("string width overflows")?;
-        if count.checked_mul(item) != Some(data.len()) {
-            return Err(format!("shape {shape:?} of {} needs {} data bytes, found {}", dtype.name(), count * item, data.len()));
+        let expected = shape.iter().try_fold(item, |acc, &d| acc.checked_mul(d)).ok_or_else(|| format!("shape {shape:?} overflows"))?;
+        if data.len() != expected {
+            return Err(format!("shape {shape:?} of {} needs {expected} data bytes, found {} (truncated or corrupt)", dtype.name(), data.len()));
         }
         Ok(NpyArray { dtype, shape, data })
     }
@@ -225,22 +226,7 @@ pub fn parse_npy(bytes: &[u8], ctx: &Ctx<'_>) -> Result<NpyArray> {
         return Err(ctx.err("Fortran-order arrays are not supported (save with C order, e.g. np.ascontiguousarray)"));
     }
     let dtype = parse_descr(&h.descr).map_err(|m| ctx.err(m))?;
-    let item = dtype.item_size().ok_or_else(|| ctx.err("string width overflows"))?;
-    let count = h
-        .shape
-        .iter()
-        .try_fold(1usize, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| ctx.err(format!("shape {:?} overflows", h.shape)))?;
-    let expected = count.checked_mul(item).ok_or_else(|| ctx.err(format!("shape {:?} overflows", h.shape)))?;
-    if data.len() != expected {
-        return Err(ctx.err(format!(
-            "shape {:?} of {} needs {expected} data bytes, found {} (truncated or corrupt)",
-            h.shape,
-            dtype.name(),
-            data.len()
-        )));
-    }
-    Ok(NpyArray { dtype, shape: h.shape, data: data.to_vec() })
+    NpyArray::from_parts(dtype, h.shape, data.to_vec()).map_err(|m| ctx.err(m))
 }
 
 /// The pickle inside an object array's `.npy` image (numpy saves `|O` arrays by pickling

@@ -443,7 +443,7 @@ pub fn csr_matrix(p: &Pickle, id: usize, source: &Path) -> Result<CsrMatrix> {
     let indptr = ndarray(p, field("indptr")?, source)?.to_i64(&ctx)?;
     let indices = ndarray(p, field("indices")?, source)?.to_i64(&ctx)?;
     let values = ndarray(p, field("data")?, source)?.to_f32(&ctx)?;
-    CsrMatrix::from_numpy(rows as usize, cols as usize, &indptr, &indices, &values).map_err(|m| err(format!("a CSR matrix {m}")))
+    CsrMatrix::from_numpy(rows as usize, cols as usize, &indptr, &indices, &values).map_err(|m| err(format!("a CSR matrix: {m}")))
 }
 
 #[cfg(test)]

@@ -121,26 +121,8 @@ fn read_csr(z: &mut NpzArchive, prefix: &str, expect_rows: Option<usize>) -> Res
     let indptr = z.read_i64(&ptr_key)?;
     let indices = z.read_i64(&idx_key)?;
     let values = z.read_f32(&val_key)?;
-    let nnz = indices.len();
-    if indptr.len() != rows + 1 {
-        return Err(err(format!("array `{ptr_key}` has {} entries, expected rows + 1 = {}", indptr.len(), rows + 1)));
-    }
-    if values.len() != nnz {
-        return Err(err(format!("array `{val_key}` has {} entries but `{idx_key}` has {nnz}", values.len())));
-    }
-    if indptr[0] != 0 {
-        return Err(err(format!("array `{ptr_key}` must start at 0, starts at {}", indptr[0])));
-    }
-    if let Some(k) = indptr.windows(2).position(|w| w[1] < w[0]) {
-        return Err(err(format!("array `{ptr_key}` decreases at position {} ({} → {})", k + 1, indptr[k], indptr[k + 1])));
-    }
-    if indptr[rows] != nnz as i64 {
-        return Err(err(format!("array `{ptr_key}` ends at {} but there are {nnz} stored entries", indptr[rows])));
-    }
-    if let Some((k, &c)) = indices.iter().enumerate().find(|&(_, &c)| c < 0 || c >= cols as i64) {
-        let what = if prefix == "adj" { "points past the node count" } else { "is outside the column range" };
-        return Err(err(format!("array `{idx_key}`[{k}] = {c} {what} (allowed 0..{})", cols.saturating_sub(1))));
-    }
+    let column = if prefix == "adj" { "points past the node count" } else { "is outside the column range" };
+    CsrMatrix::check_numpy_csr(rows, cols, &indptr, &indices, values.len(), [&ptr_key, &idx_key, &val_key], column).map_err(err)?;
     Ok(RawCsr {
         rows,
         cols,
