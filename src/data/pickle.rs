@@ -34,6 +34,17 @@ pub enum Node {
     Object { func: usize, args: usize, state: Option<usize>, list: Vec<usize>, dict: Vec<(usize, usize)> },
 }
 
+impl Node {
+    /// A string, or bytes read as UTF-8 (Python 2's `str`).
+    fn text(&self) -> Option<String> {
+        match self {
+            Node::Str(s) => Some(s.clone()),
+            Node::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+            _ => None,
+        }
+    }
+}
+
 /// A read pickle: the arena and the root.
 #[derive(Debug)]
 pub struct Pickle {
@@ -127,11 +138,7 @@ impl Parser<'_> {
         Ok(())
     }
     fn string(&self, id: usize) -> Result<String> {
-        match &self.nodes[id] {
-            Node::Str(s) => Ok(s.clone()),
-            Node::Bytes(b) => Ok(String::from_utf8_lossy(b).into_owned()),
-            other => Err(self.err(format!("expected a string, found {other:?}"))),
-        }
+        self.nodes[id].text().ok_or_else(|| self.err(format!("expected a string, found {:?}", self.nodes[id])))
     }
     /// Add `items` to the list (or object) `target`.
     fn extend(&mut self, target: usize, items: Vec<usize>) -> Result<()> {
@@ -347,11 +354,7 @@ impl Pickle {
     }
 
     pub fn str(&self, id: usize) -> Option<String> {
-        match &self.nodes[id] {
-            Node::Str(s) => Some(s.clone()),
-            Node::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-            _ => None,
-        }
+        self.nodes[id].text()
     }
 
     /// The value of key `key` (a string) in dict `id`.
@@ -384,16 +387,13 @@ pub const SCIPY_CSR: &[(&str, &str)] = &[("scipy.sparse.csr", "csr_matrix"), ("s
 /// the state `(version, shape, dtype, fortran, data)`.
 pub fn ndarray(p: &Pickle, id: usize, source: &Path) -> Result<NpyArray> {
     let err = |m: &str| Error::data_file(source, format!("pickle: {m}"));
-    let (_, name, _, state) = p.object(id).filter(|o| o.1 == "_reconstruct").ok_or_else(|| err("expected a numpy array"))?;
-    debug_assert_eq!(name, "_reconstruct");
-    let state = p.seq(state.ok_or_else(|| err("a numpy array without state"))?).ok_or_else(|| err("a numpy array's state is not a tuple"))?;
-    let [_, shape, dtype, fortran, data] = state else { return Err(err("a numpy array's state is not (version, shape, dtype, fortran, data)")) };
-    let shape: Vec<usize> = p.seq(*shape).ok_or_else(|| err("shape"))?.iter().map(|&d| p.int(d).map(|v| v as usize)).collect::<Option<_>>().ok_or_else(|| err("shape"))?;
-    if p.int(*fortran) == Some(1) && shape.len() > 1 {
+    let [_, shape, dtype, fortran, data] = array_state(p, id, source)?;
+    let shape: Vec<usize> = p.seq(shape).ok_or_else(|| err("shape"))?.iter().map(|&d| p.int(d).map(|v| v as usize)).collect::<Option<_>>().ok_or_else(|| err("shape"))?;
+    if p.int(fortran) == Some(1) && shape.len() > 1 {
         return Err(err("Fortran-order arrays are not supported"));
     }
     // dtype('f4', False, True) with the state (3, '<', …).
-    let (_, _, dargs, dstate) = p.object(*dtype).filter(|o| o.1 == "dtype").ok_or_else(|| err("a numpy array without a dtype"))?;
+    let (_, _, dargs, dstate) = p.object(dtype).filter(|o| o.1 == "dtype").ok_or_else(|| err("a numpy array without a dtype"))?;
     let code = p.seq(dargs).and_then(|a| a.first()).and_then(|&c| p.str(c)).ok_or_else(|| err("dtype code"))?;
     let order = dstate.and_then(|s| p.seq(s)).and_then(|s| s.get(1)).and_then(|&o| p.str(o)).unwrap_or_else(|| "|".into());
     if order == ">" {
@@ -401,7 +401,7 @@ pub fn ndarray(p: &Pickle, id: usize, source: &Path) -> Result<NpyArray> {
     }
     let descr = if order == "|" { format!("|{code}") } else { format!("<{code}") };
     let dt: DType = npy::parse_descr(&descr).map_err(|m| err(&m))?;
-    let bytes = match p.node(*data) {
+    let bytes = match p.node(data) {
         Node::Bytes(b) => b.clone(),
         // A Python 2 str read as text: its code points are the bytes (latin-1).
         Node::Str(s) => s.chars().map(|c| c as u32 as u8).collect(),
@@ -412,11 +412,16 @@ pub fn ndarray(p: &Pickle, id: usize, source: &Path) -> Result<NpyArray> {
 
 /// The items of a numpy object array (dtype `O`), whose pickled data is a list.
 pub fn object_items(p: &Pickle, id: usize, source: &Path) -> Result<Vec<usize>> {
+    let [.., data] = array_state(p, id, source)?;
+    p.seq(data).map(<[usize]>::to_vec).ok_or_else(|| Error::data_file(source, "pickle: expected an object array (its data a list)"))
+}
+
+/// A pickled numpy array's state `(version, shape, dtype, fortran, data)`.
+fn array_state(p: &Pickle, id: usize, source: &Path) -> Result<[usize; 5]> {
     let err = |m: &str| Error::data_file(source, format!("pickle: {m}"));
     let (_, _, _, state) = p.object(id).filter(|o| o.1 == "_reconstruct").ok_or_else(|| err("expected a numpy array"))?;
     let state = p.seq(state.ok_or_else(|| err("a numpy array without state"))?).ok_or_else(|| err("a numpy array's state is not a tuple"))?;
-    let data = *state.get(4).ok_or_else(|| err("a numpy array's state is not (version, shape, dtype, fortran, data)"))?;
-    p.seq(data).map(<[usize]>::to_vec).ok_or_else(|| err("expected an object array (its data a list)"))
+    <[usize; 5]>::try_from(state).map_err(|_| err("a numpy array's state is not (version, shape, dtype, fortran, data)"))
 }
 
 /// A numpy array of strings: fixed-width (`<U…`, `|S…`) or objects that are strings.

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::finish;
+use super::{class_count, finish, labels_from_ints, numbered_classes};
 use crate::data::npy::NpzArchive;
 use crate::data::pickle::{self, NUMPY, SCIPY_CSR};
 use crate::data::{CsrMatrix, Dataset, Features, Graph};
@@ -50,30 +50,21 @@ pub fn load_graphdata(path: &Path, name: &str) -> Result<Dataset> {
     if raw.len() != n {
         return Err(err(format!("array `node_label` has {} entries but the graph has {n} nodes", raw.len())));
     }
-    let labels: Vec<Option<u32>> = raw
-        .iter()
-        .enumerate()
-        .map(|(v, &y)| match y {
-            -1 => Ok(None),
-            0..=0x7fff_ffff => Ok(Some(y as u32)),
-            _ => Err(err(format!("array `node_label`: node {v} has label {y}"))),
-        })
-        .collect::<Result<_>>()?;
-    let needed = labels.iter().flatten().max().map_or(0, |&m| m as usize + 1);
-    let class_names = if z.has("metadata") {
-        let (p, meta) = object(&mut z, "metadata")?;
-        match p.get(meta, "class_names") {
-            Some(id) => {
-                let names = pickle::strings(&p, id, path)?;
-                if names.len() < needed {
-                    return Err(err(format!("metadata lists {} class names but labels go up to {}", names.len(), needed - 1)));
-                }
-                names
-            }
-            None => (0..needed).map(|c| c.to_string()).collect(),
+    let labels = labels_from_ints(&raw, path, "node_label")?;
+    let needed = class_count(&labels);
+    let named = match z.has("metadata") {
+        true => {
+            let (p, meta) = object(&mut z, "metadata")?;
+            p.get(meta, "class_names").map(|id| pickle::strings(&p, id, path)).transpose()?
         }
-    } else {
-        (0..needed).map(|c| c.to_string()).collect()
+        false => None,
+    };
+    let class_names = match named {
+        Some(names) if names.len() < needed => {
+            return Err(err(format!("metadata lists {} class names but labels go up to {}", names.len(), needed - 1)));
+        }
+        Some(names) => names,
+        None => numbered_classes(needed),
     };
     let edges = (0..n).flat_map(|r| adj.indices[adj.indptr[r]..adj.indptr[r + 1]].iter().map(move |&c| (r, c as usize)));
     let source = path.display().to_string();

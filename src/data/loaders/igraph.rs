@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::finish;
+use super::{class_count, finish, numbered_classes};
 use crate::data::pickle;
 use crate::data::{Dataset, DenseMatrix, Features, Graph};
 use crate::error::{Error, Result};
@@ -69,12 +69,12 @@ pub fn load_igraph_pickle(path: &Path, name: &str) -> Result<Dataset> {
         .into_iter()
         .map(Some)
         .collect();
-    let classes = labels.iter().flatten().max().map_or(0, |&m| m as usize + 1);
     let d = columns.len();
     let data: Vec<f32> = (0..n).flat_map(|r| columns.iter().map(move |c| c[r] as f32)).collect();
     let source = path.display().to_string();
     let (graph, build_report) = Graph::from_edges(n, edges, &source)?;
     let features = (d > 0).then_some(Features::Dense(DenseMatrix { rows: n, cols: d, data }));
     let notes = if d == 0 { vec![format!("no features: {} has no vertex attributes besides class and name", source)] } else { Vec::new() };
-    finish(name, graph, build_report, features, labels, (0..classes).map(|c| c.to_string()).collect(), None, notes, &source)
+    let class_names = numbered_classes(class_count(&labels));
+    finish(name, graph, build_report, features, labels, class_names, None, notes, &source)
 }

@@ -60,6 +60,28 @@ fn finish(
     Ok(dataset)
 }
 
+/// Labels from an integer array `array` of `path`: -1 is unlabelled, 0, 1, … a class.
+fn labels_from_ints(raw: &[i64], path: &Path, array: &str) -> Result<Vec<Option<u32>>> {
+    raw.iter()
+        .enumerate()
+        .map(|(v, &y)| match y {
+            -1 => Ok(None),
+            0..=0x7fff_ffff => Ok(Some(y as u32)),
+            _ => Err(crate::error::Error::data_file(path, format!("array `{array}`: node {v} has label {y} (allowed: -1 = unlabelled, or 0, 1, …)"))),
+        })
+        .collect()
+}
+
+/// The classes the labels use (the largest + 1).
+fn class_count(labels: &[Option<u32>]) -> usize {
+    labels.iter().flatten().max().map_or(0, |&m| m as usize + 1)
+}
+
+/// Class names "0", "1", … for `classes` classes, where the source names none.
+fn numbered_classes(classes: usize) -> Vec<String> {
+    (0..classes).map(|c| c.to_string()).collect()
+}
+
 fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned())
 }

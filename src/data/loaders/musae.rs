@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::finish;
+use super::{finish, numbered_classes};
 use super::text::{Loc, column, csv_headers, csv_reader, next_record, parse_index, read_edge_csv, read_text};
 use crate::data::{CsrMatrix, Dataset, Features, Graph};
 use crate::error::{Error, Result};
@@ -79,7 +79,7 @@ fn read_musae_target(path: &Path) -> Result<(Vec<Option<u32>>, Vec<String>)> {
     let (remap, class_names): (Vec<u32>, Vec<String>) = match numeric {
         Some(values) => {
             let c = values.iter().max().map_or(0, |&m| m as usize + 1);
-            (values, (0..c).map(|c| c.to_string()).collect())
+            (values, numbered_classes(c))
         }
         None => {
             let mut sorted = first_seen.clone();

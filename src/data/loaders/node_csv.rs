@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::text::{Loc, column, csv_headers, csv_reader, next_record, parse_index, parse_number, read_edge_csv, read_text};
-use super::{file_name, finish};
+use super::{class_count, file_name, finish, numbered_classes};
 use crate::data::{Dataset, DenseMatrix, Features, Graph};
 use crate::error::{Error, Result};
 
@@ -65,8 +65,7 @@ pub fn load_node_csv(dir: &Path, prefix: &str, name: &str) -> Result<Dataset> {
         }
         (row_of.iter().map(|&i| Some(raw_labels[i])).collect(), out)
     };
-    let classes = labels.iter().flatten().max().map_or(0, |&m| m as usize + 1);
-    let class_names = (0..classes).map(|c| c.to_string()).collect();
+    let class_names = numbered_classes(class_count(&labels));
 
     let edges = read_edge_csv(&edges_path, &[["source", "target"]], n, &nodes_path)?;
     let (graph, build_report) = Graph::from_edges(n, edges, &edges_path.display().to_string())?;

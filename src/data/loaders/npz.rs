@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::text::read_text;
-use super::{file_name, finish};
+use super::{class_count, file_name, finish, labels_from_ints, numbered_classes};
 use crate::data::npy::NpzArchive;
 use crate::data::{CsrMatrix, Dataset, Features, Graph, Role, Split};
 use crate::error::{Error, Result};
@@ -55,15 +55,8 @@ pub fn load_npz(path: &Path, name: &str) -> Result<Dataset> {
     if raw_labels.len() != n {
         return Err(err(format!("array `labels` has {} entries but the adjacency has {n} nodes", raw_labels.len())));
     }
-    let mut labels = Vec::with_capacity(n);
-    for (v, &y) in raw_labels.iter().enumerate() {
-        labels.push(match y {
-            -1 => None,
-            0..=0x7fff_ffff => Some(y as u32),
-            _ => return Err(err(format!("array `labels`: node {v} has label {y} (allowed: -1 = unlabelled, or 0, 1, …)"))),
-        });
-    }
-    let needed = labels.iter().flatten().max().map_or(0, |&m| m as usize + 1);
+    let labels = labels_from_ints(&raw_labels, path, "labels")?;
+    let needed = class_count(&labels);
 
     let sibling = path.with_file_name(format!("{}.class_names.txt", path.file_stem().unwrap_or_default().to_string_lossy()));
     let class_names = if z.has("class_names") {
@@ -82,7 +75,7 @@ pub fn load_npz(path: &Path, name: &str) -> Result<Dataset> {
         }
         names
     } else {
-        (0..needed).map(|c| c.to_string()).collect()
+        numbered_classes(needed)
     };
 
     let standard_split = read_npz_split(&mut z, n)?;

@@ -10,24 +10,17 @@
 use std::path::Path;
 
 use super::text::read_text;
-use super::finish;
+use super::{finish, numbered_classes};
 use crate::data::pickle::{self, Pickle};
 use crate::data::{CsrMatrix, Dataset, Features, Graph, Role, Split};
 use crate::error::{Error, Result};
 
-const GLOBALS: &[(&str, &str)] = &[
-    ("numpy.core.multiarray", "_reconstruct"),
-    ("numpy", "ndarray"),
-    ("numpy", "dtype"),
-    ("scipy.sparse.csr", "csr_matrix"),
-    ("collections", "defaultdict"),
-    ("__builtin__", "list"),
-];
-
 fn read(dir: &Path, prefix: &str, part: &str) -> Result<(Pickle, std::path::PathBuf)> {
     let path = dir.join(format!("ind.{prefix}.{part}"));
     let bytes = std::fs::read(&path).map_err(|e| Error::data_file(&path, format!("cannot read: {e}")))?;
-    Ok((pickle::parse(&bytes, GLOBALS, &path)?, path))
+    // numpy arrays, scipy CSR matrices, and the graph's defaultdict of lists.
+    let globals: Vec<(&str, &str)> = pickle::NUMPY.iter().chain(pickle::SCIPY_CSR).copied().chain([("collections", "defaultdict"), ("__builtin__", "list")]).collect();
+    Ok((pickle::parse(&bytes, &globals, &path)?, path))
 }
 
 fn csr(dir: &Path, prefix: &str, part: &str) -> Result<CsrMatrix> {
@@ -64,7 +57,7 @@ pub fn load_planetoid(dir: &Path, prefix: &str, name: &str) -> Result<Dataset> {
     let parts = read_planetoid(dir, prefix, true)?;
     let source = dir.join(format!("ind.{prefix}.graph")).display().to_string();
     let (graph, build_report) = Graph::from_edges(parts.nodes, parts.edges, &source)?;
-    let class_names = (0..parts.classes).map(|c| c.to_string()).collect();
+    let class_names = numbered_classes(parts.classes);
     let features = parts.features.map(Features::Sparse);
     finish(name, graph, build_report, features, parts.labels, class_names, Some(Split { roles: parts.roles }), Vec::new(), &source)
 }
