@@ -41,15 +41,7 @@ impl Derived {
     /// Build this file under `dir` from its inputs there, atomically (a part file renamed
     /// into place).
     pub fn build(&self, dir: &Path) -> Result<()> {
-        let out = dir.join(self.path);
-        let parent = out.parent().expect("a file under the data directory");
-        std::fs::create_dir_all(parent).map_err(|e| Error::data_file(parent, format!("cannot create the folder: {e}")))?;
-        let part = parent.join(format!(".{}.part", out.file_name().expect("a name").to_string_lossy()));
-        let result = (self.build)(dir, &part).and_then(|()| std::fs::rename(&part, &out).map_err(|e| Error::data_file(&out, format!("cannot move into place: {e}"))));
-        if result.is_err() {
-            let _ = std::fs::remove_file(&part);
-        }
-        result
+        super::into_place(&dir.join(self.path), |part| (self.build)(dir, part))
     }
 }
 

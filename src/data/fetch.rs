@@ -167,22 +167,10 @@ fn fetch_file(agent: &ureq::Agent, f: &RemoteFile, dir: &Path, opts: &FetchOptio
         }
         // A stale or damaged copy: replaced below, atomically, once a good one arrives.
     }
-    let parent = dest.parent().expect("a file under the data directory");
-    fs::create_dir_all(parent).map_err(|e| Error::data_file(parent, format!("cannot create the folder: {e}")))?;
-    let part = parent.join(format!(".{}.part", dest.file_name().expect("a file name").to_string_lossy()));
     let bar = progress_bar(f, opts.quiet);
-    let result = download_verified(agent, f, &dest, &part, opts, &bar);
+    let result = super::into_place(&dest, |part| download_verified(agent, f, &dest, part, opts, &bar));
     bar.finish_and_clear();
-    match result {
-        Ok(bytes) => {
-            fs::rename(&part, &dest).map_err(|e| Error::data_file(&dest, format!("cannot move the download into place: {e}")))?;
-            Ok(Outcome::Downloaded { bytes })
-        }
-        Err(e) => {
-            let _ = fs::remove_file(&part);
-            Err(e)
-        }
-    }
+    Ok(Outcome::Downloaded { bytes: result? })
 }
 
 /// Download `f` (bound for `dest`) into `part` from the first mirror that yields the right bytes; the
