@@ -57,7 +57,8 @@ struct StreamsInfo {
     pack_pos: u64,
     pack_sizes: Vec<u64>,
     folders: Vec<Folder>,
-    /// Files per folder, and their sizes (the last of each folder is implied).
+    /// Files per folder, and every file's size (one file per folder when the archive has no
+    /// substreams info).
     files_per_folder: Vec<u64>,
     file_sizes: Vec<u64>,
 }
@@ -107,8 +108,7 @@ impl Reader<'_> {
         if self.byte()? != 0 {
             return Ok(vec![true; n]);
         }
-        let bits = self.bytes(n.div_ceil(8))?.to_vec();
-        Ok((0..n).map(|i| bits[i / 8] & (0x80 >> (i % 8)) != 0).collect())
+        Ok(bits(self.bytes(n.div_ceil(8))?, n))
     }
     fn digests(&mut self, n: usize) -> Result<()> {
         let defined = self.defined(n)?;
@@ -120,7 +120,14 @@ impl Reader<'_> {
         let mut info = StreamsInfo::default();
         loop {
             match self.byte()? {
-                0x00 => return Ok(info),
+                0x00 => {
+                    // Without substreams info, every folder is one file.
+                    if info.files_per_folder.is_empty() {
+                        info.files_per_folder = vec![1; info.folders.len()];
+                        info.file_sizes = info.folders.iter().map(|f| f.unpack_size).collect();
+                    }
+                    return Ok(info);
+                }
                 0x06 => {
                     info.pack_pos = self.number()?;
                     let n = self.size()?;
@@ -253,16 +260,12 @@ impl Reader<'_> {
         let mut contents = info.unpack_folders(archive, self.source)?.into_iter();
         let mut out = Vec::new();
         let mut folder_files: Vec<Vec<u8>> = Vec::new();
-        let mut counts = info.files_per_folder.clone();
-        if counts.is_empty() {
-            counts = vec![1; info.folders.len()];
-        }
         let mut sizes = info.file_sizes.iter();
-        for &count in &counts {
+        for &count in &info.files_per_folder {
             let data = contents.next().ok_or_else(|| self.err("fewer folders than announced"))?;
             let mut at = 0usize;
             for _ in 0..count {
-                let size = sizes.next().copied().unwrap_or(data.len() as u64) as usize;
+                let size = *sizes.next().ok_or_else(|| self.err("fewer file sizes than files"))? as usize;
                 folder_files.push(data.get(at..at + size).ok_or_else(|| self.err("a file runs past its folder"))?.to_vec());
                 at += size;
             }
