@@ -279,16 +279,9 @@ fn progress_bar(f: &RemoteFile, quiet: bool) -> ProgressBar {
     bar
 }
 
-/// Where `fetch` writes when no directory is given: `$FGL_DATA_DIR`, else the user data
-/// directory.
+/// Where `fetch` writes ([`registry::fetch_target`]), or why there is no such place.
 pub fn default_target(flag: Option<&Path>) -> Result<PathBuf> {
-    if let Some(p) = flag {
-        return Ok(p.to_path_buf());
-    }
-    if let Some(v) = std::env::var_os(registry::DATA_DIR_ENV).filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(v));
-    }
-    registry::user_data_dir().ok_or_else(|| Error::param("--data-dir", "this platform has no user data directory: pass --data-dir or set FGL_DATA_DIR"))
+    registry::fetch_target(flag).ok_or_else(|| Error::param("--data-dir", "this platform has no user data directory: pass --data-dir or set FGL_DATA_DIR"))
 }
 
 #[cfg(test)]

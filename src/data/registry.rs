@@ -16,17 +16,21 @@ pub const DATA_DIR_ENV: &str = "FGL_DATA_DIR";
 /// datasets fetch` puts files) if it exists, else `../shared/datasets` (this repository's
 /// layout) if it exists; `None` when none of these applies.
 pub fn resolve_data_dir(flag: Option<&Path>) -> Option<PathBuf> {
-    if let Some(p) = flag {
-        return Some(p.to_path_buf());
-    }
-    if let Some(v) = std::env::var_os(DATA_DIR_ENV).filter(|v| !v.is_empty()) {
-        return Some(PathBuf::from(v));
-    }
-    if let Some(user) = user_data_dir().filter(|d| d.is_dir()) {
-        return Some(user);
-    }
-    let relative = PathBuf::from("../shared/datasets");
-    relative.is_dir().then_some(relative)
+    given_data_dir(flag).or_else(|| user_data_dir().filter(|d| d.is_dir())).or_else(|| {
+        let relative = PathBuf::from("../shared/datasets");
+        relative.is_dir().then_some(relative)
+    })
+}
+
+/// The flag if given, else `$FGL_DATA_DIR` if non-empty.
+fn given_data_dir(flag: Option<&Path>) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf).or_else(|| std::env::var_os(DATA_DIR_ENV).filter(|v| !v.is_empty()).map(PathBuf::from))
+}
+
+/// Where `fgl-sim datasets fetch` writes: the flag, else `$FGL_DATA_DIR`, else the user
+/// data directory (`None` on a platform without one).
+pub fn fetch_target(flag: Option<&Path>) -> Option<PathBuf> {
+    given_data_dir(flag).or_else(user_data_dir)
 }
 
 /// The platform's per-user data directory for datasets (the `dirs` crate's data dir +
@@ -38,7 +42,7 @@ pub fn user_data_dir() -> Option<PathBuf> {
 /// The command that downloads dataset `name` into `dir` (the flag only where `dir` is not
 /// where `fetch` writes by default).
 pub fn fetch_command(name: &str, dir: Option<&Path>) -> String {
-    let default = std::env::var_os(DATA_DIR_ENV).filter(|v| !v.is_empty()).map(PathBuf::from).or_else(user_data_dir);
+    let default = fetch_target(None);
     match dir {
         Some(d) if default.as_deref() != Some(d) => format!("fgl-sim datasets fetch {name} --data-dir {}", d.display()),
         _ => format!("fgl-sim datasets fetch {name}"),
