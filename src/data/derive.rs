@@ -11,6 +11,7 @@ use std::path::Path;
 use super::loaders::read_planetoid;
 use super::npy::npy_bytes;
 use super::sevenz;
+use super::Role;
 use crate::error::{Error, Result};
 
 /// A file built from published inputs (paths relative to the data directory).
@@ -51,8 +52,8 @@ pub fn derived(path: &str) -> Option<&'static Derived> {
 }
 
 /// The feature rows of a dense text dump: `rows` lines of `cols` decimals.
-pub fn parse_feature_dump(text: &str, rows: usize, cols: usize, source: &Path) -> Result<(Vec<i64>, Vec<i32>, Vec<f32>)> {
-    let (mut indptr, mut indices, mut values) = (vec![0i64], Vec::new(), Vec::new());
+fn parse_feature_dump(text: &str, rows: usize, cols: usize, source: &Path) -> Result<(Vec<i32>, Vec<i32>, Vec<f32>)> {
+    let (mut indptr, mut indices, mut values) = (vec![0i32], Vec::new(), Vec::new());
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     for r in 0..rows {
         let line = lines.next().ok_or_else(|| Error::data_file(source, format!("has {r} rows, expected {rows}")))?;
@@ -68,7 +69,7 @@ pub fn parse_feature_dump(text: &str, rows: usize, cols: usize, source: &Path) -
         if count != cols {
             return Err(Error::data_file(source, format!("line {}: {count} values, expected {cols}", r + 1)));
         }
-        indptr.push(indices.len() as i64);
+        indptr.push(i32::try_from(indices.len()).map_err(|_| Error::data_file(source, "has more non-zeros than an int32 index holds"))?);
     }
     if lines.next().is_some() {
         return Err(Error::data_file(source, format!("has more than {rows} rows")));
@@ -90,7 +91,7 @@ fn pubmed_npz(dir: &Path, out: &Path) -> Result<()> {
     let mut pairs = parts.edges.clone();
     pairs.sort_unstable();
     pairs.dedup();
-    let mut adj_indptr = vec![0i64; n + 1];
+    let mut adj_indptr = vec![0i32; n + 1];
     for &(u, _) in &pairs {
         adj_indptr[u + 1] += 1;
     }
@@ -100,21 +101,19 @@ fn pubmed_npz(dir: &Path, out: &Path) -> Result<()> {
     let adj_indices: Vec<i32> = pairs.iter().map(|&(_, v)| v as i32).collect();
     let labels: Vec<i32> = parts.labels.iter().map(|y| y.map_or(-1, |c| c as i32)).collect();
     let idx = |role| parts.roles.iter().enumerate().filter(|&(_, r)| *r == role).map(|(v, _)| v as i64).collect::<Vec<i64>>();
-    use super::Role;
 
     let le = |v: &[i32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let le64 = |v: &[i64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let lef = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    let ptr32 = |v: &[i64]| v.iter().map(|&p| p as i32).collect::<Vec<i32>>();
     let (train, val, test) = (idx(Role::Train), idx(Role::Val), idx(Role::Test));
     let entries: Vec<(&str, Vec<u8>)> = vec![
         ("adj_data", npy_bytes("<f4", &[pairs.len()], &lef(&vec![1.0; pairs.len()]))),
         ("adj_indices", npy_bytes("<i4", &[pairs.len()], &le(&adj_indices))),
-        ("adj_indptr", npy_bytes("<i4", &[n + 1], &le(&ptr32(&adj_indptr)))),
+        ("adj_indptr", npy_bytes("<i4", &[n + 1], &le(&adj_indptr))),
         ("adj_shape", npy_bytes("<i8", &[2], &le64(&[n as i64, n as i64]))),
         ("attr_data", npy_bytes("<f4", &[attr_values.len()], &lef(&attr_values))),
         ("attr_indices", npy_bytes("<i4", &[attr_indices.len()], &le(&attr_indices))),
-        ("attr_indptr", npy_bytes("<i4", &[n + 1], &le(&ptr32(&attr_indptr)))),
+        ("attr_indptr", npy_bytes("<i4", &[n + 1], &le(&attr_indptr))),
         ("attr_shape", npy_bytes("<i8", &[2], &le64(&[n as i64, 500]))),
         ("labels", npy_bytes("<i4", &[n], &le(&labels))),
         ("train_idx", npy_bytes("<i8", &[train.len()], &le64(&train))),
