@@ -258,24 +258,15 @@ impl Parser<'_> {
                     let items = self.stack.split_off(self.stack.len() - n);
                     self.push(Node::Tuple(items));
                 }
-                b'a' => {
-                    let v = self.pop()?;
-                    let target = self.top()?;
-                    self.extend(target, vec![v])?;
-                }
-                b'e' => {
-                    let items = self.pop_mark()?;
+                // APPEND one item / APPENDS the items since the mark.
+                b'a' | b'e' => {
+                    let items = if op == b'a' { vec![self.pop()?] } else { self.pop_mark()? };
                     let target = self.top()?;
                     self.extend(target, items)?;
                 }
-                b's' => {
-                    let v = self.pop()?;
-                    let k = self.pop()?;
-                    let target = self.top()?;
-                    self.set_items(target, vec![k, v])?;
-                }
-                b'u' => {
-                    let items = self.pop_mark()?;
+                // SETITEM one pair / SETITEMS the pairs since the mark.
+                b's' | b'u' => {
+                    let items = if op == b's' { self.stack.split_off(self.stack.len().checked_sub(2).ok_or_else(|| self.err("stack underflow"))?) } else { self.pop_mark()? };
                     let target = self.top()?;
                     self.set_items(target, items)?;
                 }
