@@ -163,7 +163,7 @@ pub fn train(
             let arch_name = yaml_name(&arch);
             let mut s = scenario(&format!("{federated}\n{}\nfederation: {{rounds: {}}}", model(arch), rounds.max(2)))?;
             s.backend = backend;
-            let r = run::federation(&s, &clients, false)?.run(&mut FedAvg)?;
+            let r = run::federation(&s, &clients, Default::default())?.run(&mut FedAvg)?;
             let secs = median(r.round_seconds[1..].to_vec());
             line.push_str(&format!(" {arch_name} {secs:>6.3}"));
             ours.push((name.to_string(), format!("{arch_name} FedAvg s/round"), secs));
@@ -296,7 +296,7 @@ pub fn attack(dir: Option<&Path>, reps: usize) -> Result<()> {
                 continue;
             }
         };
-        let federation = run::federation(&scenario, &prepared, false)?;
+        let federation = run::federation(&scenario, &prepared, Default::default())?;
         let server = federation.server_context().clone();
         let global = ModelParams::of(&scenario.model.init(server.in_dim, server.classes, 0, server.device())?);
         let sent = ec_lda::clip_to_norm(&global, 0.01);
@@ -560,7 +560,7 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
                 let scenario = Scenario::parse(&base(arch, fed, defense), "bench", &[])?;
                 let prepared = run::prepare(&scenario, dir)?;
                 let ms = median_ms(reps, || {
-                    let mut fed = run::federation(&scenario, &prepared, false)?;
+                    let mut fed = run::federation(&scenario, &prepared, Default::default())?;
                     fed.run(&mut crate::fed::FedAvg)
                 })?;
                 times.push(ms / epochs as f64);
@@ -573,7 +573,7 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
     // Per-node gradients of one batch, batched against the naive loop.
     let scenario = Scenario::parse(&base("gcn", ", centralized: true", "none"), "bench", &["model.hidden=[512, 64]".into(), "model.head=true".into()])?;
     let prepared = run::prepare(&scenario, dir)?;
-    let federation = run::federation(&scenario, &prepared, false)?;
+    let federation = run::federation(&scenario, &prepared, Default::default())?;
     let server = federation.server_context().clone();
     let device = server.device().clone();
     let model = scenario.model.init(server.in_dim, server.classes, 0, &device.clone().autodiff())?;

@@ -86,6 +86,34 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Run an attack × defense matrix (scenarios/matrix/*.yaml) and write its report:
+    /// cells.csv, report.json, report.md, figures/ and report.html under results/<name>/.
+    /// Finished runs are skipped, so a rerun resumes (and retries failed runs).
+    Matrix {
+        /// The matrix YAML file.
+        file: PathBuf,
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Report directory (default results/<matrix name>).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Runs at once (default: one per core); results do not depend on it.
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+        /// Print the cells and an estimate of their run time; run nothing.
+        #[arg(long, conflicts_with_all = ["emit_jobs", "collect"])]
+        dry_run: bool,
+        /// Write one `fgl-sim run` command per run (commands.txt), a SLURM array script and a
+        /// Kubernetes indexed Job under <out>/jobs/; run nothing.
+        #[arg(long, conflicts_with = "collect")]
+        emit_jobs: bool,
+        /// Build the report from the run directories under <out>, wherever they were produced.
+        #[arg(long)]
+        collect: bool,
+        /// No progress bars.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Validate scenario files.
     Scenario {
         #[command(subcommand)]
@@ -336,7 +364,7 @@ struct ReproduceArgs {
 
 impl ReproduceArgs {
     fn run_options(&self) -> RunOptions {
-        RunOptions { data_dir: data_dir(&self.data), out: None, force: self.force, quiet: true, threads: self.threads }
+        RunOptions { data_dir: data_dir(&self.data), out: None, force: self.force, quiet: true, threads: self.threads, progress: None }
     }
 }
 
@@ -464,6 +492,56 @@ pub fn main() -> i32 {
     }
 }
 
+fn matrix_cmd(m: &crate::matrix::Matrix, opts: &crate::matrix::MatrixOptions, dry_run: bool, emit_jobs: bool, collect: bool) -> Result<()> {
+    use crate::matrix::{self, report};
+    let out = opts.out_dir(m);
+    if dry_run {
+        let plan = matrix::plan(m, opts);
+        println!("matrix `{}`: {} cells × {} seed(s) = {} runs; results in {}", m.name, m.cells.len(), m.seeds.len(), m.runs().len(), out.display());
+        println!("{:>10}  {:>5}  cell", "est. time", "to do");
+        let fmt = |t: Option<f64>| t.map_or("?".to_string(), |t| if t < 120.0 { format!("{t:.0} s") } else { format!("{:.1} min", t / 60.0) });
+        for (id, _, todo, t) in &plan.lines {
+            println!("{:>10}  {:>5}  {id}", fmt(*t), todo);
+        }
+        let jobs = opts.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        println!(
+            "estimated wall time with {jobs} run(s) at once: {} (rough: {} finished run(s) measured, the rest from a cost model; `?`: dataset not loadable here)",
+            fmt(plan.total_seconds),
+            plan.measured
+        );
+        return Ok(());
+    }
+    if emit_jobs {
+        let e = matrix::jobs::emit(m, &out, opts.data_dir.as_deref())?;
+        println!("{} commands written to {}/commands.txt (with slurm.sh and k8s-job.yaml); run them anywhere that sees {}, then `fgl-sim matrix {} --collect{}`", e.commands, e.dir.display(), out.display(), m.file.display(), opts.out.as_ref().map_or(String::new(), |o| format!(" --out {}", o.display())));
+        return Ok(());
+    }
+    if collect {
+        let (out, rows) = matrix::collect(m, opts)?;
+        let (fin, failed, missing) = report::counts(&rows);
+        println!("report of {} runs ({fin} finished, {failed} failed, {missing} missing) written to {}/report.html", rows.len(), out.display());
+        return Ok(());
+    }
+    let o = matrix::run(m, opts)?;
+    let peak = matrix::peak_memory_mib().map_or(String::new(), |mb| format!(", peak memory {mb:.0} MiB"));
+    println!(
+        "{} run(s) in {:.1} s ({} already finished){peak}; report written to {}/report.html",
+        o.ran,
+        o.wall_seconds,
+        o.skipped,
+        o.out.display()
+    );
+    if o.failed > 0 {
+        return Err(Error::Other(format!(
+            "{} of {} run(s) failed; their errors are in {}/report.md and cells.csv; rerun the same command to retry them",
+            o.failed,
+            o.ran,
+            o.out.display()
+        )));
+    }
+    Ok(())
+}
+
 fn data_dir(arg: &DataDirArg) -> Option<PathBuf> {
     registry::resolve_data_dir(arg.data_dir.as_deref())
 }
@@ -478,10 +556,18 @@ fn dispatch(command: Command) -> Result<()> {
                 set.push(format!("backend={}", yaml_name(&b)));
             }
             let scenario = Scenario::load(&file, &set)?;
-            let opts = RunOptions { data_dir: data_dir(&data), out, force, quiet, threads };
+            let opts = RunOptions { data_dir: data_dir(&data), out, force, quiet, threads, progress: None };
             let dir = run::run(&scenario, &file, &opts).map_err(|e| in_file(e, &file))?;
             println!("results written to {}", dir.display());
             Ok(())
+        }
+        Command::Matrix { file, data, out, jobs, dry_run, emit_jobs, collect, quiet } => {
+            if jobs == Some(0) {
+                return Err(Error::param("--jobs", "at least 1 run at a time"));
+            }
+            let m = crate::matrix::Matrix::load(&file)?;
+            let opts = crate::matrix::MatrixOptions { data_dir: data_dir(&data), out, jobs, quiet };
+            matrix_cmd(&m, &opts, dry_run, emit_jobs, collect)
         }
         Command::Scenario { action: ScenarioAction::Check { files, set, data } } => {
             for file in &files {

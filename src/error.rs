@@ -13,6 +13,10 @@ pub enum Error {
     #[error("scenario {file}: field `{field}`: {msg}")]
     Scenario { file: String, field: String, msg: String },
 
+    /// A matrix file (`fgl-sim matrix`) has a bad field, or one of its cells a bad scenario.
+    #[error("matrix {file}: {field}: {msg}")]
+    Matrix { file: String, field: String, msg: String },
+
     /// A parameter outside its allowed range (ε ≤ 0, more clients than nodes, …).
     #[error("invalid parameter `{name}`: {msg}")]
     Param { name: String, msg: String },

@@ -13,6 +13,7 @@ pub mod data;
 pub mod defenses;
 pub mod error;
 pub mod fed;
+pub mod matrix;
 pub mod metrics;
 pub mod model;
 pub mod partition;

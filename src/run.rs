@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use crate::backend;
 use crate::data::{registry, Dataset, DatasetStats, Role, Split};
 use crate::error::{Error, Result};
-use crate::fed::{FedResult, Federation, FederationSetup};
+use crate::fed::{FedResult, Federation, FederationSetup, Progress};
 use crate::metrics::{self, ClientMetrics, Metrics, StageTimings};
 use crate::partition::{self, Client, ClientReport, Partition, PartitionConfig};
 use crate::results::{self, ResultsDir};
@@ -101,12 +101,15 @@ pub struct RunOptions {
     /// Worker threads for parallel client training (default: all cores). Results do
     /// not depend on it.
     pub threads: Option<usize>,
+    /// Where round progress goes instead of a bar (`fgl-sim matrix`); `None`: a bar on
+    /// a terminal unless `quiet`.
+    pub progress: Option<Progress>,
 }
 
 /// The federation the scenario describes over the prepared clients: each client's
 /// private data, through the scenario's defenses, on the scenario's backend. The one
 /// way `run`, `bench` and the tests build a federation.
-pub fn federation(scenario: &Scenario, prepared: &Prepared, progress: bool) -> Result<Federation> {
+pub fn federation(scenario: &Scenario, prepared: &Prepared, progress: Progress) -> Result<Federation> {
     let device = backend::device(scenario.backend)?;
     let setup = FederationSetup {
         seed: scenario.seed,
@@ -130,7 +133,11 @@ pub fn federation(scenario: &Scenario, prepared: &Prepared, progress: bool) -> R
 
 /// Train the prepared clients as the scenario says, with its attacks as the server.
 pub fn train(scenario: &Scenario, prepared: &Prepared, opts: &RunOptions) -> Result<FedResult> {
-    let progress = !opts.quiet && std::io::stderr().is_terminal();
+    let progress = match &opts.progress {
+        Some(p) => p.clone(),
+        None if !opts.quiet && std::io::stderr().is_terminal() => Progress::Bar,
+        None => Progress::Hidden,
+    };
     let mut server = scenario.server()?;
     backend::with_threads(opts.threads, || federation(scenario, prepared, progress)?.run(server.as_mut()))
 }
@@ -156,6 +163,34 @@ pub fn run(scenario: &Scenario, scenario_path: &Path, opts: &RunOptions) -> Resu
     };
     // Refuse before doing any work, so an existing run is never lost.
     let out = ResultsDir::claim(&dir, opts.force)?;
+    let files = execute(scenario, stem, opts)?;
+    for (name, contents) in files.iter() {
+        out.write(name, contents.as_bytes())?;
+    }
+    if !opts.quiet {
+        eprintln!("{}", files.summary);
+    }
+    Ok(dir)
+}
+
+/// The files of a finished run, in the order they are written.
+pub struct RunFiles {
+    pub resolved: String,
+    pub metrics: String,
+    pub summary: String,
+}
+
+impl RunFiles {
+    /// (file name, contents), `metrics.json` last: a directory with a `metrics.json`
+    /// holds a finished run, even if the writer was killed.
+    pub fn iter(&self) -> [(&'static str, &str); 3] {
+        [("scenario.resolved.yaml", &self.resolved), ("summary.md", &self.summary), ("metrics.json", &self.metrics)]
+    }
+}
+
+/// Run a scenario (named `stem` in its metrics) and return the files of its results
+/// directory, writing nothing.
+pub fn execute(scenario: &Scenario, stem: &str, opts: &RunOptions) -> Result<RunFiles> {
     let t = Instant::now();
     let prepared = prepare(scenario, opts.data_dir.as_deref())?;
     let t_train = Instant::now();
@@ -166,13 +201,7 @@ pub fn run(scenario: &Scenario, scenario_path: &Path, opts: &RunOptions) -> Resu
     let stats = prepared.dataset.stats();
     let metrics = metrics_of(stem, scenario, &prepared, &fed, &stats, train_s, total_ms);
     let summary = summary_md(stem, scenario, &stats, &prepared, &fed, &metrics);
-    out.write("scenario.resolved.yaml", scenario.to_yaml().as_bytes())?;
-    out.write("metrics.json", serde_json::to_string_pretty(&metrics).expect("json").as_bytes())?;
-    out.write("summary.md", summary.as_bytes())?;
-    if !opts.quiet {
-        eprintln!("{}", summary);
-    }
-    Ok(dir)
+    Ok(RunFiles { resolved: scenario.to_yaml(), metrics: serde_json::to_string_pretty(&metrics).expect("json"), summary })
 }
 
 /// Per client: the true label counts of its train nodes (what label-inference attacks

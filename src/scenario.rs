@@ -148,6 +148,11 @@ impl Scenario {
         for o in overrides {
             apply_override(&mut value, o).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
         }
+        Self::from_value(value, file, base)
+    }
+
+    /// As [`Scenario::parse_in`], from a YAML tree (`fgl-sim matrix` builds each cell's).
+    pub fn from_value(mut value: serde_yaml::Value, file: &str, base: Option<&Path>) -> Result<Scenario> {
         presets::resolve_entries::<DefenseSpec>(&mut value, base).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
         presets::resolve_entries::<AttackSpec>(&mut value, base).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
         let scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
@@ -240,6 +245,13 @@ fn apply_override(root: &mut serde_yaml::Value, spec: &str) -> std::result::Resu
     }
     let value: serde_yaml::Value =
         serde_yaml::from_str(raw).map_err(|e| (path.to_string(), format!("value `{raw}` is not valid YAML: {e}")))?;
+    set_field(root, path, value)
+}
+
+/// Set the field at dotted `path` of the YAML tree to `value`, creating missing
+/// sections; errors are (field path, message). The typed deserialisation that follows
+/// rejects any path that is not a field.
+pub fn set_field(root: &mut serde_yaml::Value, path: &str, value: serde_yaml::Value) -> std::result::Result<(), (String, String)> {
     let mut node = root;
     let segments: Vec<&str> = path.split('.').collect();
     for (i, seg) in segments.iter().enumerate() {

@@ -18,7 +18,7 @@ fn quickstart(overrides: &[&str]) -> Scenario {
 /// The scenario run with its own attacks as the server.
 fn run_attacks(s: &Scenario, data: Option<&Path>) -> (run::Prepared, fgl_sim::fed::FedResult) {
     let p = run::prepare(s, data).unwrap();
-    let r = run::federation(s, &p, false).unwrap().run(s.server().unwrap().as_mut()).unwrap();
+    let r = run::federation(s, &p, Default::default()).unwrap().run(s.server().unwrap().as_mut()).unwrap();
     (p, r)
 }
 
@@ -81,7 +81,7 @@ fn the_gradient_recovered_from_an_sgd_update_is_the_clients_averaged_gradient() 
         ]);
         let p = run::prepare(&s, None).unwrap();
         let mut check = GradientCheck::default();
-        run::federation(&s, &p, false)
+        run::federation(&s, &p, Default::default())
             .unwrap()
             .run(&mut check)
             .unwrap();
@@ -115,7 +115,7 @@ fn exact_gradients_reach_only_a_strategy_that_declares_access() {
     let s = quickstart(&["model.head=true", "federation.rounds=1"]);
     let p = run::prepare(&s, None).unwrap();
     let mut honest = Honest(0);
-    run::federation(&s, &p, false)
+    run::federation(&s, &p, Default::default())
         .unwrap()
         .run(&mut honest)
         .unwrap();
@@ -158,7 +158,7 @@ fn bad_attack_settings_fail_with_clear_messages() {
         let err = (|| -> fgl_sim::Result<_> {
             let s = Scenario::load(Path::new("scenarios/quickstart.yaml"), &o)?;
             let p = run::prepare(&s, None)?;
-            run::federation(&s, &p, false)?.run(s.server()?.as_mut())
+            run::federation(&s, &p, Default::default())?.run(s.server()?.as_mut())
         })()
         .err()
         .unwrap_or_else(|| panic!("{overrides:?} should fail"))

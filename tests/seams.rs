@@ -170,7 +170,7 @@ fn lda_is_exact_when_every_head_input_is_the_same() {
     let p = run::prepare(&s, None).unwrap();
     let config = LdaConfig { rounds: AttackRounds::All, ..Default::default() };
     let mut attack = ConstantEmbeddings(Lda::new("lda", config));
-    let r = run::federation(&s, &p, false).unwrap().run(&mut attack).unwrap();
+    let r = run::federation(&s, &p, Default::default()).unwrap().run(&mut attack).unwrap();
     assert_eq!(r.attack.reports.len(), 5);
     for rep in &r.attack.reports {
         let c = &p.clients[rep.client];
@@ -255,13 +255,13 @@ fn the_server_runs_the_model_and_queries_only_when_it_declares_so() {
     let s = quickstart(&["model.head=true", "federation.rounds=2"]);
     let p = run::prepare(&s, None).unwrap();
     let mut honest = Prober::default();
-    let r = run::federation(&s, &p, false).unwrap().run(&mut honest).unwrap();
+    let r = run::federation(&s, &p, Default::default()).unwrap().run(&mut honest).unwrap();
     assert_eq!((honest.queries, r.threat_model), (0, ThreatModel::HonestButCurious));
     assert!(honest.own_graph_logits.is_some());
 
     let client2 = LocalData::of_client(&p.dataset, &p.clients[2], &p.split).unwrap();
     let mut querying = Prober { declare_query: true, client2: Some(client2), ..Default::default() };
-    let r2 = run::federation(&s, &p, false).unwrap().run(&mut querying).unwrap();
+    let r2 = run::federation(&s, &p, Default::default()).unwrap().run(&mut querying).unwrap();
     assert_eq!((querying.queries, r2.threat_model), (2, ThreatModel::QueryAccess));
     // Querying does not change training.
     assert_eq!(r.rounds, r2.rounds);
@@ -273,7 +273,7 @@ fn the_server_runs_the_model_and_queries_only_when_it_declares_so() {
         assert!((x - y).abs() < 1e-6, "{a:?} vs {b:?}");
     }
     // Plain FedAvg with every hook at its default trains the same as the observers.
-    let r3 = run::federation(&s, &p, false).unwrap().run(&mut FedAvg).unwrap();
+    let r3 = run::federation(&s, &p, Default::default()).unwrap().run(&mut FedAvg).unwrap();
     assert_eq!(r3.rounds, r.rounds);
 }
 
@@ -290,7 +290,7 @@ fn staged_label_dp_composes_with_feature_ldp() {
     let prepared = run::prepare(&scenario, None).unwrap();
     let train_nodes: Vec<usize> =
         prepared.clients.iter().map(|c| c.nodes.iter().filter(|&&v| prepared.split.roles[v] == Role::Train).count()).collect();
-    let mut fed = run::federation(&scenario, &prepared, false).unwrap();
+    let mut fed = run::federation(&scenario, &prepared, Default::default()).unwrap();
     let result = fed.run(&mut FedAvg).unwrap();
     for (c, spent) in result.privacy.iter().enumerate() {
         let got: Vec<(&str, f64)> = spent.iter().map(|p| (p.defense.as_str(), p.epsilon)).collect();
@@ -300,7 +300,7 @@ fn staged_label_dp_composes_with_feature_ldp() {
     }
     assert!(result.rounds.iter().all(|r| r.test_accuracy.is_finite()));
     // The same scenario and seed give the same numbers.
-    let again = run::federation(&scenario, &prepared, false).unwrap().run(&mut FedAvg).unwrap();
+    let again = run::federation(&scenario, &prepared, Default::default()).unwrap().run(&mut FedAvg).unwrap();
     assert_eq!(again.rounds, result.rounds);
     assert_eq!(again.trained_label_counts, result.trained_label_counts);
 }
@@ -317,7 +317,7 @@ fn dp_gnn_trains_on_label_dp_labels_and_reports_its_budget() {
                 defenses:\n  - {name: labels, kind: label-dp, epsilon: 4}\n  - {name: dp, kind: dp-gnn, sigma: 1.5, max_degree: 3, batch_size: 16}\n";
     let scenario = Scenario::parse(yaml, "dp.yaml", &[]).unwrap();
     let prepared = run::prepare(&scenario, None).unwrap();
-    let result = run::federation(&scenario, &prepared, false).unwrap().run(&mut FedAvg).unwrap();
+    let result = run::federation(&scenario, &prepared, Default::default()).unwrap().run(&mut FedAvg).unwrap();
     for (c, spent) in result.privacy.iter().enumerate() {
         assert_eq!(spent.iter().map(|p| p.defense.as_str()).collect::<Vec<_>>(), ["labels", "dp"]);
         let n = prepared.clients[c].nodes.iter().filter(|&&v| prepared.split.roles[v] == Role::Train).count();
@@ -329,22 +329,22 @@ fn dp_gnn_trains_on_label_dp_labels_and_reports_its_budget() {
     }
     let acc = result.rounds.last().unwrap().test_accuracy;
     assert!(acc.is_finite() && acc > 0.0, "{acc}");
-    let again = run::federation(&scenario, &prepared, false).unwrap().run(&mut FedAvg).unwrap();
+    let again = run::federation(&scenario, &prepared, Default::default()).unwrap().run(&mut FedAvg).unwrap();
     assert_eq!(again.rounds, result.rounds);
 
     let capped = Scenario::parse(&yaml.replace("batch_size: 16", "batch_size: 16, max_epsilon: 0.5"), "dp.yaml", &[]).unwrap();
-    let e = run::federation(&capped, &prepared, false).err().expect("over budget").to_string();
+    let e = run::federation(&capped, &prepared, Default::default()).err().expect("over budget").to_string();
     assert!(e.contains("max_epsilon") && e.contains("client 0 would spend"), "{e}");
     let gat = Scenario::parse(yaml, "dp.yaml", &["model.arch=gat".into()]).unwrap();
-    let e = run::federation(&gat, &prepared, false).err().expect("gat").to_string();
+    let e = run::federation(&gat, &prepared, Default::default()).err().expect("gat").to_string();
     assert!(e.contains("model.arch") && e.contains("gcn and sage"), "{e}");
     let big = Scenario::parse(&yaml.replace("batch_size: 16", "batch_size: 100000"), "dp.yaml", &[]).unwrap();
-    let e = run::federation(&big, &prepared, false).err().expect("batch").to_string();
+    let e = run::federation(&big, &prepared, Default::default()).err().expect("batch").to_string();
     assert!(e.contains("batch_size") && e.contains("training nodes") && e.contains("small_clients: full-batch"), "{e}");
     // With `small_clients: full-batch` every client trains on all its nodes at each step
     // (B = N, one step per epoch), accounted so; K = 13 may exceed a client's N.
     let full = Scenario::parse(&yaml.replace("batch_size: 16", "batch_size: 100000, small_clients: full-batch"), "dp.yaml", &[]).unwrap();
-    let result = run::federation(&full, &prepared, false).unwrap().run(&mut FedAvg).unwrap();
+    let result = run::federation(&full, &prepared, Default::default()).unwrap().run(&mut FedAvg).unwrap();
     for (c, spent) in result.privacy.iter().enumerate() {
         let n = prepared.clients[c].nodes.iter().filter(|&&v| prepared.split.roles[v] == Role::Train).count();
         let mech = Mechanism::DpGnn { nodes: n, max_degree: 3, layers: 2, batch: n };

@@ -17,7 +17,7 @@ fn scenario(path: &str, overrides: &[&str]) -> Scenario {
 
 fn federate(s: &Scenario, p: &Prepared, strategy: &mut dyn ServerStrategy, threads: usize) -> FedResult {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-    pool.install(|| run::federation(s, p, false)?.run(strategy)).unwrap()
+    pool.install(|| run::federation(s, p, Default::default())?.run(strategy)).unwrap()
 }
 
 #[test]

@@ -45,8 +45,38 @@ pub struct FederationSetup {
     pub federation: FederationConfig,
     /// Train the clients of a round in parallel (CPU); sequentially otherwise (GPU).
     pub parallel: bool,
-    /// Show a progress bar over rounds.
-    pub progress: bool,
+    /// What a finished round reports to: nothing, a progress bar, or a caller's hook.
+    pub progress: Progress,
+}
+
+/// Where round progress goes.
+#[derive(Clone, Default)]
+pub enum Progress {
+    #[default]
+    Hidden,
+    /// A bar over rounds on the terminal.
+    Bar,
+    /// `hook(round, rounds)` after each round (`fgl-sim matrix` shows it beside its own bar).
+    Hook(std::sync::Arc<dyn Fn(usize, usize) + Send + Sync>),
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Progress::Hidden => "Hidden",
+            Progress::Bar => "Bar",
+            Progress::Hook(_) => "Hook",
+        })
+    }
+}
+
+impl PartialEq for Progress {
+    fn eq(&self, other: &Progress) -> bool {
+        match (self, other) {
+            (Progress::Hook(a), Progress::Hook(b)) => std::sync::Arc::ptr_eq(a, b),
+            (a, b) => std::mem::discriminant(a) == std::mem::discriminant(b),
+        }
+    }
 }
 
 /// Metrics of one round, all computed with the new global model.
@@ -171,7 +201,7 @@ impl Federation {
         let parameters = global.num_values();
 
         let rounds = cfg.federation.rounds;
-        let bar = progress_bar(rounds, cfg.progress);
+        let bar = progress_bar(rounds, cfg.progress == Progress::Bar);
         let mut result = Vec::with_capacity(rounds);
         let mut round_seconds = Vec::with_capacity(rounds);
         let mut trained = vec![0usize; self.clients.len()];
@@ -292,6 +322,9 @@ impl Federation {
             };
             bar.set_message(format!("test acc {:.4}", m.test_accuracy));
             bar.inc(1);
+            if let Progress::Hook(hook) = &cfg.progress {
+                hook(round, rounds);
+            }
             result.push(m);
             round_seconds.push(t.elapsed().as_secs_f64());
         }

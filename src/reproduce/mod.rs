@@ -22,59 +22,10 @@ use rand::Rng as _;
 pub use ec_lda::{EcLdaOptions, EcLdaPart, MODELS};
 
 use crate::error::{Error, Result};
+pub(crate) use crate::matrix::run_concurrently;
 use crate::run::RunOptions;
 use crate::results::{self, ResultsDir};
 use crate::rng;
-
-/// Run every job, several at once, and return the results in job order. A reproduction
-/// is many independent runs, and one run on all cores leaves cores idle through its
-/// serial stretches (FedAvg's averaging, the attack's server work, small clients); one
-/// run per core keeps them busy. `run` gets the job and the worker threads it may use
-/// (1, unless there are fewer jobs than `threads`, default all cores). Results do not
-/// depend on either: runs are independent and identical at any thread count. Jobs start
-/// in decreasing `cost` (ties in job order), so that no worker is left alone with a long
-/// run at the end. After a failure no new job starts, and the first failed job's error
-/// (in job order) is returned.
-pub(crate) fn run_concurrently<J: Sync, T: Send>(
-    jobs: &[J],
-    threads: Option<usize>,
-    cost: impl Fn(&J) -> u32,
-    run: impl Fn(&J, usize) -> Result<T> + Sync,
-) -> Result<Vec<T>> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())).max(1);
-    let workers = threads.min(jobs.len()).max(1);
-    let per_job = (threads / workers).max(1);
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(cost(&jobs[i])));
-    let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
-    let slots: Vec<std::sync::Mutex<Option<Result<T>>>> = jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                loop {
-                    let k = next.fetch_add(1, Ordering::SeqCst);
-                    if k >= jobs.len() || failed.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    let i = order[k];
-                    let r = run(&jobs[i], per_job);
-                    if r.is_err() {
-                        failed.store(true, Ordering::SeqCst);
-                    }
-                    *slots[i].lock().expect("one writer per slot") = Some(r);
-                }
-            });
-        }
-    });
-    let results: Vec<Option<Result<T>>> = slots.into_iter().map(|m| m.into_inner().expect("workers finished")).collect();
-    if let Some(i) = results.iter().position(|r| matches!(r, Some(Err(_)))) {
-        return Err(results.into_iter().nth(i).flatten().and_then(Result::err).expect("an error"));
-    }
-    // No failure, so every job ran.
-    Ok(results.into_iter().map(|r| r.and_then(Result::ok).expect("a result")).collect())
-}
 
 /// Every cell's runs over seeds 0..`runs` in `setting` (the cell's overrides, `seed=…`,
 /// then the setting's for `epochs`), several at once ([`run_concurrently`]); per cell,
@@ -351,38 +302,6 @@ pub fn mean_ci95(values: &[f64]) -> (f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Results come back in job order whatever finishes first; each job learns its thread
-    /// share; after a failure no new job starts.
-    #[test]
-    fn run_concurrently_keeps_job_order_and_stops_after_a_failure() {
-        let jobs: Vec<u64> = (0..12).collect();
-        for threads in [1, 2, 5] {
-            let got = run_concurrently(&jobs, Some(threads), |_| 0, |&j, t| {
-                std::thread::sleep(std::time::Duration::from_millis((12 - j) * 2));
-                Ok((j * j, t))
-            });
-            let want: Vec<(u64, usize)> = jobs.iter().map(|j| (j * j, 1)).collect();
-            assert_eq!(got.unwrap(), want, "{threads} threads");
-        }
-        // Costlier jobs start first; results stay in job order.
-        let started = std::sync::Mutex::new(Vec::new());
-        let got = run_concurrently(&jobs, Some(1), |&j| (j % 3) as u32, |&j, _| {
-            started.lock().unwrap().push(j);
-            Ok(j)
-        });
-        assert_eq!(got.unwrap(), jobs);
-        assert_eq!(started.into_inner().unwrap(), [2, 5, 8, 11, 1, 4, 7, 10, 0, 3, 6, 9]);
-        // Fewer jobs than threads: each gets a share.
-        assert_eq!(run_concurrently(&[0, 1], Some(4), |_| 0, |_, t| Ok(t)).unwrap(), [2, 2]);
-        let ran = std::sync::atomic::AtomicUsize::new(0);
-        let got = run_concurrently(&jobs, Some(1), |_| 0, |&j, _| {
-            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if j == 3 || j == 5 { Err(Error::Other(format!("job {j} failed"))) } else { Ok(j) }
-        });
-        assert_eq!(ran.into_inner(), 4, "one worker stops after the failing job");
-        assert_eq!(got.unwrap_err().to_string(), "job 3 failed");
-    }
 
     #[test]
     fn bootstrap_half_width() {

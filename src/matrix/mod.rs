@@ -1,0 +1,313 @@
+//! `fgl-sim matrix`: every attack against every defense, over datasets, models, swept
+//! parameters and seeds, as one resumable command with one report.
+//!
+//! - [`spec`]: the matrix file and its expansion into cells (validated before any runs);
+//! - [`store`]: one directory per run, written whole or not at all;
+//! - this file: running the missing runs, several at once, with progress; the estimate
+//!   of `--dry-run`;
+//! - [`jobs`]: `--emit-jobs`, the runs as `fgl-sim run` commands for other schedulers;
+//! - [`report`] (with [`figures`] and [`html`]): the report, from the run directories alone.
+
+pub mod figures;
+pub mod html;
+pub mod jobs;
+pub mod report;
+pub mod spec;
+pub mod store;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+pub use spec::{Cell, Matrix};
+use store::RunState;
+
+use crate::error::{Error, Result};
+use crate::fed::Progress;
+use crate::run::{self, RunOptions};
+
+/// Run every job, several at once, and return the results in job order. An experiment
+/// is many independent runs, and one run on all cores leaves cores idle through its
+/// serial stretches (FedAvg's averaging, the attack's server work, small clients); one
+/// run per core keeps them busy. `run` gets the job and the worker threads it may use
+/// (1, unless there are fewer jobs than `threads`, default all cores). Results do not
+/// depend on either: runs are independent and identical at any thread count. Jobs start
+/// in decreasing `cost` (ties in job order), so that no worker is left alone with a long
+/// run at the end. After a failure no new job starts, and the first failed job's error
+/// (in job order) is returned.
+pub(crate) fn run_concurrently<J: Sync, T: Send>(
+    jobs: &[J],
+    threads: Option<usize>,
+    cost: impl Fn(&J) -> u32,
+    run: impl Fn(&J, usize) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let threads = threads.unwrap_or_else(available_cores).max(1);
+    let workers = threads.min(jobs.len()).max(1);
+    let per_job = (threads / workers).max(1);
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(cost(&jobs[i])));
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let slots: Vec<std::sync::Mutex<Option<Result<T>>>> = jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, Ordering::SeqCst);
+                    if k >= jobs.len() || failed.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let i = order[k];
+                    let r = run(&jobs[i], per_job);
+                    if r.is_err() {
+                        failed.store(true, Ordering::SeqCst);
+                    }
+                    *slots[i].lock().expect("one writer per slot") = Some(r);
+                }
+            });
+        }
+    });
+    let results: Vec<Option<Result<T>>> = slots.into_iter().map(|m| m.into_inner().expect("workers finished")).collect();
+    if let Some(i) = results.iter().position(|r| matches!(r, Some(Err(_)))) {
+        return Err(results.into_iter().nth(i).flatten().and_then(Result::err).expect("an error"));
+    }
+    // No failure, so every job ran.
+    Ok(results.into_iter().map(|r| r.and_then(Result::ok).expect("a result")).collect())
+}
+
+fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Options of `fgl-sim matrix` beside the file.
+#[derive(Debug, Clone, Default)]
+pub struct MatrixOptions {
+    pub data_dir: Option<PathBuf>,
+    /// The report's directory (default `results/<matrix name>`).
+    pub out: Option<PathBuf>,
+    /// Runs at once (default: one per core); each gets cores / jobs threads.
+    pub jobs: Option<usize>,
+    pub quiet: bool,
+}
+
+impl MatrixOptions {
+    pub fn out_dir(&self, m: &Matrix) -> PathBuf {
+        self.out.clone().unwrap_or_else(|| Path::new("results").join(&m.name))
+    }
+}
+
+/// What a direct run did.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub out: PathBuf,
+    pub ran: usize,
+    pub skipped: usize,
+    pub failed: usize,
+    pub wall_seconds: f64,
+}
+
+/// Run every run of `m` that has not finished under the output directory (failed ones
+/// again), then write the report. Runs that fail are recorded and the others go on; the
+/// error returned afterwards counts them (the report is written either way).
+pub fn run(m: &Matrix, opts: &MatrixOptions) -> Result<Outcome> {
+    let out = opts.out_dir(m);
+    if out.exists() && !out.is_dir() {
+        return Err(Error::output(&out, "exists and is not a directory"));
+    }
+    std::fs::create_dir_all(&out).map_err(|e| Error::output(&out, format!("cannot create: {e}")))?;
+    store::sweep_stale(&out);
+    let all = m.runs();
+    let todo: Vec<(usize, u64)> = all.iter().copied().filter(|&(c, s)| store::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished).collect();
+    let skipped = all.len() - todo.len();
+    let jobs = opts.jobs.unwrap_or_else(available_cores).max(1);
+    let show = !opts.quiet && std::io::stderr().is_terminal();
+    let multi = indicatif::MultiProgress::with_draw_target(if show { indicatif::ProgressDrawTarget::stderr() } else { indicatif::ProgressDrawTarget::hidden() });
+    let bar = multi.add(indicatif::ProgressBar::new(todo.len() as u64));
+    bar.set_style(indicatif::ProgressStyle::with_template("runs {pos}/{len} [{bar:30}] {elapsed_precise} ETA {eta_precise} {msg}").expect("template").progress_chars("=> "));
+    if skipped > 0 {
+        bar.set_message(format!("({skipped} already finished)"));
+    }
+    let t = Instant::now();
+    // `jobs` workers, each with its share of the cores.
+    let threads = jobs * (available_cores() / jobs).max(1);
+    let failed = std::sync::atomic::AtomicUsize::new(0);
+    run_concurrently(&todo, Some(threads), |_| 0, |&(c, seed), threads| {
+        let cell = &m.cells[c];
+        let line = multi.add(indicatif::ProgressBar::new_spinner());
+        line.set_style(indicatif::ProgressStyle::with_template("  {msg}").expect("template"));
+        let name = format!("{} seed {seed}", cell.id);
+        line.set_message(name.clone());
+        let hook_line = line.clone();
+        let hook: Arc<dyn Fn(usize, usize) + Send + Sync> = Arc::new(move |r, n| hook_line.set_message(format!("{name}: round {r}/{n}")));
+        let ok = run_one(m, c, seed, &out, opts, threads, Progress::Hook(hook))?;
+        if !ok {
+            failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        line.finish_and_clear();
+        multi.remove(&line);
+        bar.inc(1);
+        Ok(())
+    })?;
+    bar.finish_and_clear();
+    let wall_seconds = t.elapsed().as_secs_f64();
+    let rows = report::collect(m, &out)?;
+    let prov = report::Provenance { wall_seconds: Some(wall_seconds), ran: todo.len(), skipped, jobs: Some(jobs), peak_memory_mib: peak_memory_mib() };
+    report::write(m, &out, &rows, &prov)?;
+    let failed = failed.into_inner();
+    Ok(Outcome { out, ran: todo.len(), skipped, failed, wall_seconds })
+}
+
+/// Run one (cell, seed) and write its directory; `Ok(false)` when the run failed (its
+/// error recorded), `Err` only when its directory cannot be written.
+fn run_one(m: &Matrix, c: usize, seed: u64, out: &Path, opts: &MatrixOptions, threads: usize, progress: Progress) -> Result<bool> {
+    let cell = &m.cells[c];
+    let scenario = cell.scenario_for(seed);
+    let stem = format!("{},seed={seed}", cell.id);
+    let ropts = RunOptions { data_dir: opts.data_dir.clone(), threads: Some(threads), quiet: true, progress: Some(progress), ..Default::default() };
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run::execute(&scenario, &stem, &ropts)));
+    let dir = store::run_dir(out, &cell.id, seed);
+    let error = match result {
+        Ok(Ok(files)) => {
+            store::put(&dir, &files.iter())?;
+            return Ok(true);
+        }
+        Ok(Err(e)) => e.to_string(),
+        Err(panic) => {
+            let msg = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            format!("the run panicked: {msg}")
+        }
+    };
+    store::put(&dir, &[("scenario.resolved.yaml", &scenario.to_yaml()), ("error.txt", &format!("{error}\n"))])?;
+    Ok(false)
+}
+
+/// Peak resident memory of this process (VmHWM), MiB; `None` where /proc is absent.
+pub fn peak_memory_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb / 1024.0)
+}
+
+/// Build the report from the run directories under the output directory, wherever they
+/// were produced (`--collect`).
+pub fn collect(m: &Matrix, opts: &MatrixOptions) -> Result<(PathBuf, Vec<report::Row>)> {
+    let out = opts.out_dir(m);
+    if !out.join("cells").is_dir() {
+        return Err(Error::output(&out, "holds no `cells/` directory: nothing to collect (run the matrix, or its emitted jobs, first)"));
+    }
+    let rows = report::collect(m, &out)?;
+    report::write(m, &out, &rows, &report::Provenance::default())?;
+    Ok((out, rows))
+}
+
+/// One line per cell for `--dry-run`: its id, runs to do, and the estimated seconds.
+pub struct Plan {
+    pub lines: Vec<(String, usize, usize, Option<f64>)>,
+    /// Estimated wall time with `jobs` at once (sum / jobs; rough).
+    pub total_seconds: Option<f64>,
+    pub measured: usize,
+}
+
+/// The cells, the runs each still needs, and an estimate of their time: from the
+/// finished runs of the same cell where there are any, else from a cost model of the
+/// scenario (model, graph size, rounds × epochs, defense) calibrated on this project's
+/// CPU benchmarks. The model is rough (within a factor of ~3); it is an estimate.
+pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Plan {
+    let out = opts.out_dir(m);
+    // (nodes, edges, feature dim) per dataset section, loaded once.
+    type Size = Option<(f64, f64, f64)>;
+    let mut sizes: Vec<(String, Size)> = Vec::new();
+    let mut lines = Vec::new();
+    let mut measured = 0;
+    for cell in &m.cells {
+        let dirs: Vec<PathBuf> = m.seeds.iter().map(|&s| store::run_dir(&out, &cell.id, s)).collect();
+        let done: Vec<f64> = dirs
+            .iter()
+            .filter(|d| store::state(d) == RunState::Finished)
+            .filter_map(|d| {
+                let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("metrics.json")).ok()?).ok()?;
+                j["timings"]["total_ms"].as_f64().map(|ms| ms / 1e3)
+            })
+            .collect();
+        let todo = dirs.len() - done.len();
+        let per_run = if done.is_empty() {
+            let key = format!("{:?}", (&cell.scenario.dataset, cell.scenario.seed));
+            let size = match sizes.iter().find(|(k, _)| *k == key) {
+                Some((_, s)) => *s,
+                None => {
+                    let s = crate::data::registry::load(&cell.scenario.dataset.name, opts.data_dir.as_deref(), &cell.scenario.synthetic(), cell.scenario.seed)
+                        .ok()
+                        .map(|d| (d.num_nodes() as f64, d.graph.num_edges() as f64, d.features.as_ref().map_or(1, |f| f.cols()) as f64));
+                    sizes.push((key, s));
+                    s
+                }
+            };
+            size.map(|s| cost_model(&cell.scenario, s))
+        } else {
+            measured += done.len();
+            Some(done.iter().sum::<f64>() / done.len() as f64)
+        };
+        lines.push((cell.id.clone(), dirs.len(), todo, per_run.map(|t| t * todo as f64)));
+    }
+    let jobs = opts.jobs.unwrap_or_else(available_cores).max(1) as f64;
+    let total_seconds = lines.iter().map(|l| l.3).sum::<Option<f64>>().map(|t| t / jobs);
+    Plan { lines, total_seconds, measured }
+}
+
+/// Seconds of one run on one core: (nodes, edges, feature dim) of the graph.
+fn cost_model(s: &crate::scenario::Scenario, (n, e, d): (f64, f64, f64)) -> f64 {
+    let h = s.model.hidden.width(0) as f64;
+    let layers = s.model.layers as f64;
+    let heads = if s.model.arch == crate::model::Arch::Gat { 4.0 } else { 1.0 };
+    let epoch_work = n * d * h + layers * heads * (e + n) * h * 2.0;
+    let epochs = (s.federation.rounds * s.train.epochs) as f64;
+    let clients = if s.federation.centralized { 1.0 } else { s.partition.clients as f64 };
+    let defense: f64 = s.defenses.iter().map(|d| match crate::presets::kind_of(&d.spec).as_str() {
+        "dp-gnn" => 12.0,
+        "solitude" => 4.0,
+        "rgnn" | "lpgnn" => 1.5,
+        _ => 1.0,
+    }).product();
+    // Calibration: ~1.5 GFLOP/s effective on sparse + small dense kernels, 0.4 ms per
+    // client-epoch of fixed cost, 20 ms per round of server work.
+    (epochs * (3.0 * epoch_work / 1.5e9 + clients * 4e-4) * defense + s.federation.rounds as f64 * 0.02).max(0.05)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Results come back in job order whatever finishes first; each job learns its thread
+    /// share; after a failure no new job starts.
+    #[test]
+    fn run_concurrently_keeps_job_order_and_stops_after_a_failure() {
+        let jobs: Vec<u64> = (0..12).collect();
+        for threads in [1, 2, 5] {
+            let got = run_concurrently(&jobs, Some(threads), |_| 0, |&j, t| {
+                std::thread::sleep(std::time::Duration::from_millis((12 - j) * 2));
+                Ok((j * j, t))
+            });
+            let want: Vec<(u64, usize)> = jobs.iter().map(|j| (j * j, 1)).collect();
+            assert_eq!(got.unwrap(), want, "{threads} threads");
+        }
+        // Costlier jobs start first; results stay in job order.
+        let started = std::sync::Mutex::new(Vec::new());
+        let got = run_concurrently(&jobs, Some(1), |&j| (j % 3) as u32, |&j, _| {
+            started.lock().unwrap().push(j);
+            Ok(j)
+        });
+        assert_eq!(got.unwrap(), jobs);
+        assert_eq!(started.into_inner().unwrap(), [2, 5, 8, 11, 1, 4, 7, 10, 0, 3, 6, 9]);
+        // Fewer jobs than threads: each gets a share.
+        assert_eq!(run_concurrently(&[0, 1], Some(4), |_| 0, |_, t| Ok(t)).unwrap(), [2, 2]);
+        let ran = std::sync::atomic::AtomicUsize::new(0);
+        let got = run_concurrently(&jobs, Some(1), |_| 0, |&j, _| {
+            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            if j == 3 || j == 5 { Err(Error::Other(format!("job {j} failed"))) } else { Ok(j) }
+        });
+        assert_eq!(ran.into_inner(), 4, "one worker stops after the failing job");
+        assert_eq!(got.unwrap_err().to_string(), "job 3 failed");
+    }
+}

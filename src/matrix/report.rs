@@ -1,0 +1,472 @@
+//! The matrix report, built from the run directories alone (so `--collect` over
+//! directories produced elsewhere gives the same report as a direct run): `cells.csv`
+//! (tidy, one row per cell × seed), `report.json`, `report.md` (per dataset and model,
+//! attack × defense tables of mean ± 95 % CI over seeds), SVG figures and `report.html`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use super::spec::Matrix;
+use super::store::{self, RunState};
+use super::{figures, html};
+use crate::error::{Error, Result};
+use crate::results::write_atomic;
+
+/// What the report reads from one run's `metrics.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunMetrics {
+    /// Global model, last round, in [0, 1].
+    pub test_accuracy: f64,
+    pub test_loss: f64,
+    pub train_loss: f64,
+    pub rounds: usize,
+    /// The cell's first reporting attack, averaged over its reports; absent without one.
+    pub cos_sim: Option<f64>,
+    /// Jensen–Shannon divergence in nats.
+    pub js_div: Option<f64>,
+    /// The uniform guess scored on the same reports.
+    pub uniform_cos_sim: Option<f64>,
+    pub uniform_js_div: Option<f64>,
+    /// The largest ε any client spent (sequential composition over its defenses; ∞ when
+    /// a defense is unbounded); absent when no client spent any.
+    pub epsilon_spent: Option<f64>,
+    /// Test accuracy after each round (the training curve).
+    pub curve: Vec<f64>,
+    pub train_seconds: f64,
+    pub total_seconds: f64,
+}
+
+/// One run of the matrix as found on disk.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub cell: usize,
+    pub seed: u64,
+    pub state: RunState,
+    pub metrics: Option<RunMetrics>,
+}
+
+/// Read every run's directory under `out`, in run order.
+pub fn collect(m: &Matrix, out: &Path) -> Result<Vec<Row>> {
+    m.runs()
+        .into_iter()
+        .map(|(cell, seed)| {
+            let dir = store::run_dir(out, &m.cells[cell].id, seed);
+            let state = store::state(&dir);
+            let metrics = match state {
+                RunState::Finished => Some(read_metrics(&dir.join("metrics.json"))?),
+                _ => None,
+            };
+            Ok(Row { cell, seed, state, metrics })
+        })
+        .collect()
+}
+
+fn read_metrics(path: &Path) -> Result<RunMetrics> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::data_file(path, format!("cannot read: {e}")))?;
+    let j: Json = serde_json::from_str(&text).map_err(|e| Error::data_file(path, format!("not JSON: {e}")))?;
+    let bad = |what: &str| Error::data_file(path, format!("missing or malformed `{what}` (not a metrics.json of fgl-sim)"));
+    let num = |v: &Json| v.as_f64().or_else(|| (v.as_str() == Some("inf")).then_some(f64::INFINITY));
+    let fin = &j["final"];
+    let attack = j["attacks"].as_array().and_then(|a| a.iter().find(|a| !a["mean"].is_null()));
+    let score = |key: &str, field: &str| attack.and_then(|a| a[key][field].as_f64());
+    let epsilon_spent = j["clients"].as_array().ok_or_else(|| bad("clients"))?.iter().filter_map(|c| num(&c["epsilon_total"])).fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+    Ok(RunMetrics {
+        test_accuracy: num(&fin["test_accuracy"]).ok_or_else(|| bad("final.test_accuracy"))?,
+        test_loss: num(&fin["test_loss"]).unwrap_or(f64::NAN),
+        train_loss: num(&fin["train_loss"]).unwrap_or(f64::NAN),
+        rounds: fin["round"].as_u64().ok_or_else(|| bad("final.round"))? as usize,
+        cos_sim: score("mean", "cos_sim"),
+        js_div: score("mean", "js_nats"),
+        uniform_cos_sim: score("uniform_baseline", "cos_sim"),
+        uniform_js_div: score("uniform_baseline", "js_nats"),
+        epsilon_spent: epsilon_spent.filter(|&e| e > 0.0),
+        curve: j["rounds"].as_array().ok_or_else(|| bad("rounds"))?.iter().map(|r| num(&r["test_accuracy"]).unwrap_or(f64::NAN)).collect(),
+        train_seconds: num(&j["timings"]["train_seconds"]).unwrap_or(f64::NAN),
+        total_seconds: num(&j["timings"]["total_ms"]).map_or(f64::NAN, |ms| ms / 1e3),
+    })
+}
+
+/// The columns of `cells.csv` after the parameter columns; the last two are timings
+/// (which differ between runs of the same cell).
+pub const METRIC_COLUMNS: [&str; 13] = [
+    "status",
+    "test_accuracy",
+    "test_loss",
+    "train_loss",
+    "rounds",
+    "cos_sim",
+    "js_div",
+    "uniform_cos_sim",
+    "uniform_js_div",
+    "epsilon_spent",
+    "error",
+    "train_seconds",
+    "total_seconds",
+];
+
+/// A number as the CSV writes it: shortest round-trip form, `inf`, empty for none/NaN.
+fn csv_num(x: Option<f64>) -> String {
+    match x {
+        Some(x) if x.is_nan() => String::new(),
+        Some(x) if x.is_infinite() => if x > 0.0 { "inf".into() } else { "-inf".into() },
+        Some(x) => format!("{x}"),
+        None => String::new(),
+    }
+}
+
+pub fn status(state: &RunState) -> &'static str {
+    match state {
+        RunState::Finished => "finished",
+        RunState::Failed(_) => "failed",
+        RunState::Missing => "missing",
+    }
+}
+
+/// `cells.csv`: `matrix,cell`, the parameter columns, `seed`, [`METRIC_COLUMNS`].
+pub fn cells_csv(m: &Matrix, rows: &[Row]) -> String {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let header: Vec<&str> = ["matrix", "cell"].into_iter().chain(m.columns.iter().map(String::as_str)).chain(["seed"]).chain(METRIC_COLUMNS).collect();
+    w.write_record(&header).expect("in memory");
+    for r in rows {
+        let c = &m.cells[r.cell];
+        let mut rec: Vec<String> = vec![m.name.clone(), c.id.clone()];
+        rec.extend(c.params.iter().map(|p| p.clone().unwrap_or_default()));
+        rec.push(r.seed.to_string());
+        rec.push(status(&r.state).into());
+        let x = r.metrics.as_ref();
+        rec.push(csv_num(x.map(|x| x.test_accuracy)));
+        rec.push(csv_num(x.map(|x| x.test_loss)));
+        rec.push(csv_num(x.map(|x| x.train_loss)));
+        rec.push(x.map_or(String::new(), |x| x.rounds.to_string()));
+        rec.push(csv_num(x.and_then(|x| x.cos_sim)));
+        rec.push(csv_num(x.and_then(|x| x.js_div)));
+        rec.push(csv_num(x.and_then(|x| x.uniform_cos_sim)));
+        rec.push(csv_num(x.and_then(|x| x.uniform_js_div)));
+        rec.push(csv_num(x.and_then(|x| x.epsilon_spent)));
+        rec.push(match &r.state {
+            RunState::Failed(e) => e.clone(),
+            _ => String::new(),
+        });
+        rec.push(csv_num(x.map(|x| x.train_seconds)));
+        rec.push(csv_num(x.map(|x| x.total_seconds)));
+        w.write_record(&rec).expect("in memory");
+    }
+    String::from_utf8(w.into_inner().expect("in memory")).expect("utf-8")
+}
+
+/// Mean and 95 % confidence half-width of the mean (Student's t, n − 1 degrees of
+/// freedom); the half-width is `None` for fewer than two values.
+pub fn mean_ci95(values: &[f64]) -> (f64, Option<f64>) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    if values.len() < 2 {
+        return (mean, None);
+    }
+    let var = values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    use statrs::distribution::ContinuousCDF;
+    let t = statrs::distribution::StudentsT::new(0.0, 1.0, n - 1.0).expect("n ≥ 2").inverse_cdf(0.975);
+    (mean, Some(t * (var / n).sqrt()))
+}
+
+/// A metric over a set of runs: mean ± half-width and the number of runs.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Stat {
+    pub mean: f64,
+    pub ci95: Option<f64>,
+    pub n: usize,
+}
+
+impl Stat {
+    pub fn of(values: &[f64]) -> Option<Stat> {
+        let values: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+        if values.is_empty() {
+            return None;
+        }
+        let (mean, ci95) = mean_ci95(&values);
+        Some(Stat { mean, ci95, n: values.len() })
+    }
+
+    /// `0.912 ± 0.013`, scaled by `scale` (100 for %).
+    pub fn show(&self, scale: f64, digits: usize) -> String {
+        match self.ci95 {
+            Some(h) => format!("{:.*} ± {:.*}", digits, self.mean * scale, digits, h * scale),
+            None => format!("{:.*}", digits, self.mean * scale),
+        }
+    }
+}
+
+/// The cells sharing dataset, model and every swept path outside the attack and the
+/// defense: one attack × defense table and heat map.
+#[derive(Debug, Clone, Serialize)]
+pub struct Group {
+    /// `dataset=cora, model=gcn` (plus other swept paths).
+    pub title: String,
+    /// File-name form of the title.
+    pub slug: String,
+    /// Row labels: the defense with its swept parameters, in cell order.
+    pub defenses: Vec<String>,
+    /// Column labels: the attack with its swept parameters, in cell order.
+    pub attacks: Vec<String>,
+    /// `[defense][attack]` → cell index.
+    pub cells: Vec<Vec<Option<usize>>>,
+}
+
+/// The label of a cell's attack or defense (`role` = "attack" / "defense"), with the
+/// values of its swept parameters: `ldp-labels (epsilon=1)`.
+pub fn role_label(m: &Matrix, c: usize, role: &str) -> String {
+    let base = m.param(c, role).unwrap_or("-").to_string();
+    let prefix = format!("{role}.");
+    let swept: Vec<String> = m
+        .columns
+        .iter()
+        .zip(&m.cells[c].params)
+        .filter_map(|(k, v)| Some(format!("{}={}", k.strip_prefix(&prefix)?, v.as_deref()?)))
+        .collect();
+    if swept.is_empty() { base } else { format!("{base} ({})", swept.join(", ")) }
+}
+
+pub fn groups(m: &Matrix) -> Vec<Group> {
+    let mut out: Vec<Group> = Vec::new();
+    for c in 0..m.cells.len() {
+        let mut parts = vec![format!("dataset={}", m.param(c, "dataset").unwrap_or("-")), format!("model={}", m.param(c, "model").unwrap_or("-"))];
+        for (k, v) in m.columns.iter().zip(&m.cells[c].params).skip(4) {
+            if !k.starts_with("attack.") && !k.starts_with("defense.") {
+                parts.push(format!("{k}={}", v.as_deref().unwrap_or("-")));
+            }
+        }
+        let title = parts.join(", ");
+        let (d, a) = (role_label(m, c, "defense"), role_label(m, c, "attack"));
+        let g = match out.iter_mut().position(|g| g.title == title) {
+            Some(i) => &mut out[i],
+            None => {
+                let slug = slug(&parts.join("_"));
+                out.push(Group { title, slug, defenses: vec![], attacks: vec![], cells: vec![] });
+                out.last_mut().expect("pushed")
+            }
+        };
+        let di = g.defenses.iter().position(|x| *x == d).unwrap_or_else(|| {
+            g.defenses.push(d);
+            g.cells.push(vec![None; g.attacks.len()]);
+            g.defenses.len() - 1
+        });
+        let ai = g.attacks.iter().position(|x| *x == a).unwrap_or_else(|| {
+            g.attacks.push(a);
+            g.cells.iter_mut().for_each(|r| r.push(None));
+            g.attacks.len() - 1
+        });
+        g.cells[di][ai] = Some(c);
+    }
+    out
+}
+
+/// A file-name-safe form: letters, digits, `-`, `_`, `.` kept, the rest `_`.
+pub fn slug(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).collect()
+}
+
+/// Per cell: the statistics of each metric over its finished seeds.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellStats {
+    pub id: String,
+    pub finished: usize,
+    pub failed: usize,
+    pub missing: usize,
+    pub test_accuracy: Option<Stat>,
+    pub cos_sim: Option<Stat>,
+    pub js_div: Option<Stat>,
+    pub uniform_cos_sim: Option<Stat>,
+    pub epsilon_spent: Option<f64>,
+}
+
+pub fn cell_stats(m: &Matrix, rows: &[Row]) -> Vec<CellStats> {
+    (0..m.cells.len())
+        .map(|c| {
+            let rs: Vec<&Row> = rows.iter().filter(|r| r.cell == c).collect();
+            let ms: Vec<&RunMetrics> = rs.iter().filter_map(|r| r.metrics.as_ref()).collect();
+            let get = |f: &dyn Fn(&RunMetrics) -> Option<f64>| Stat::of(&ms.iter().filter_map(|x| f(x)).collect::<Vec<_>>());
+            CellStats {
+                id: m.cells[c].id.clone(),
+                finished: ms.len(),
+                failed: rs.iter().filter(|r| matches!(r.state, RunState::Failed(_))).count(),
+                missing: rs.iter().filter(|r| r.state == RunState::Missing).count(),
+                test_accuracy: get(&|x| Some(x.test_accuracy)),
+                cos_sim: get(&|x| x.cos_sim),
+                js_div: get(&|x| x.js_div),
+                uniform_cos_sim: get(&|x| x.uniform_cos_sim),
+                epsilon_spent: ms.iter().filter_map(|x| x.epsilon_spent).reduce(f64::max),
+            }
+        })
+        .collect()
+}
+
+/// The three attack × defense tables of a group, as (title, header row, body rows).
+pub struct Table {
+    pub title: &'static str,
+    pub note: &'static str,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+pub fn group_tables(g: &Group, stats: &[CellStats]) -> Vec<Table> {
+    let metric = |title, note, f: &dyn Fn(&CellStats) -> Option<String>| Table {
+        title,
+        note,
+        header: std::iter::once("defense \\ attack".to_string()).chain(g.attacks.iter().cloned()).collect(),
+        rows: g
+            .defenses
+            .iter()
+            .zip(&g.cells)
+            .map(|(d, row)| std::iter::once(d.clone()).chain(row.iter().map(|c| c.and_then(|c| f(&stats[c])).unwrap_or_else(|| "–".into()))).collect())
+            .collect(),
+    };
+    vec![
+        metric("Attack score: cosine similarity", "mean ± 95 % CI over seeds; 1 = the inferred label distribution points exactly at the true one; `–`: no attack reported", &|s| s.cos_sim.map(|x| x.show(1.0, 3))),
+        metric("Attack score: Jensen–Shannon divergence (nats)", "mean ± 95 % CI over seeds; 0 = exact, ln 2 ≈ 0.693 at most", &|s| s.js_div.map(|x| x.show(1.0, 4))),
+        metric("Test accuracy (%)", "global model after the last round, mean ± 95 % CI over seeds", &|s| s.test_accuracy.map(|x| x.show(100.0, 1))),
+    ]
+}
+
+fn md_table(t: &Table) -> String {
+    let mut s = format!("| {} |\n|{}|\n", t.header.join(" | "), std::iter::once("---").chain(t.header.iter().skip(1).map(|_| "---:")).collect::<Vec<_>>().join("|"));
+    for r in &t.rows {
+        writeln!(s, "| {} |", r.join(" | ")).expect("string");
+    }
+    s
+}
+
+/// How a report was produced (shown in its header).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Provenance {
+    /// Seconds the runs of this invocation took (none for `--collect`).
+    pub wall_seconds: Option<f64>,
+    /// Runs this invocation ran, and how many it skipped as already finished.
+    pub ran: usize,
+    pub skipped: usize,
+    pub jobs: Option<usize>,
+    /// Peak resident memory of this process, MiB (Linux).
+    pub peak_memory_mib: Option<f64>,
+}
+
+/// Write `cells.csv`, `report.json`, `report.md`, `figures/*.svg` and `report.html`
+/// into `out`. Every file is written atomically.
+pub fn write(m: &Matrix, out: &Path, rows: &[Row], prov: &Provenance) -> Result<()> {
+    let stats = cell_stats(m, rows);
+    let groups = groups(m);
+    let figs = figures::all(m, rows, &groups, &stats);
+    let figdir = out.join("figures");
+    std::fs::create_dir_all(&figdir).map_err(|e| Error::output(&figdir, format!("cannot create: {e}")))?;
+    for f in &figs {
+        write_atomic(&figdir.join(&f.file), f.svg.as_bytes())?;
+    }
+    write_atomic(&out.join("cells.csv"), cells_csv(m, rows).as_bytes())?;
+    let json = report_json(m, rows, &stats, &groups, prov);
+    write_atomic(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("json").as_bytes())?;
+    write_atomic(&out.join("report.md"), markdown(m, rows, &stats, &groups, &figs, prov).as_bytes())?;
+    write_atomic(&out.join("report.html"), html::page(m, rows, &stats, &groups, &figs, prov).as_bytes())?;
+    Ok(())
+}
+
+fn report_json(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], prov: &Provenance) -> Json {
+    let runs: Vec<Json> = rows
+        .iter()
+        .map(|r| {
+            let c = &m.cells[r.cell];
+            let params: serde_json::Map<String, Json> = m.columns.iter().zip(&c.params).map(|(k, v)| (k.clone(), v.clone().map_or(Json::Null, Json::String))).collect();
+            serde_json::json!({
+                "cell": c.id, "seed": r.seed, "params": params, "status": status(&r.state),
+                "error": match &r.state { RunState::Failed(e) => Json::String(e.clone()), _ => Json::Null },
+                "metrics": r.metrics,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "schema": "fgl-sim/matrix-report/v1",
+        "matrix": m.name,
+        "description": m.description,
+        "file": m.file.display().to_string(),
+        "columns": m.columns,
+        "seeds": m.seeds,
+        "cells": stats,
+        "groups": groups,
+        "runs": runs,
+        "provenance": prov,
+    })
+}
+
+/// Counts of (finished, failed, missing) runs.
+pub fn counts(rows: &[Row]) -> (usize, usize, usize) {
+    let n = |s: &str| rows.iter().filter(|r| status(&r.state) == s).count();
+    (n("finished"), n("failed"), n("missing"))
+}
+
+pub fn provenance_line(m: &Matrix, rows: &[Row], prov: &Provenance) -> String {
+    let (fin, failed, missing) = counts(rows);
+    let mut s = format!(
+        "{} cells × {} seed(s) = {} runs: {fin} finished, {failed} failed, {missing} missing.",
+        m.cells.len(),
+        m.seeds.len(),
+        rows.len()
+    );
+    if let Some(w) = prov.wall_seconds {
+        write!(s, " This invocation ran {} run(s) ({} already finished were skipped) in {w:.1} s", prov.ran, prov.skipped).expect("string");
+        if let Some(j) = prov.jobs {
+            write!(s, " with {j} at a time").expect("string");
+        }
+        if prov.ran > 0 && w > 0.0 {
+            write!(s, " ({:.1} runs/min)", prov.ran as f64 * 60.0 / w).expect("string");
+        }
+        if let Some(mb) = prov.peak_memory_mib {
+            write!(s, "; peak memory {mb:.0} MiB").expect("string");
+        }
+        s.push('.');
+    } else {
+        s.push_str(" Collected from the run directories (`--collect`).");
+    }
+    s
+}
+
+fn markdown(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], figs: &[figures::Figure], prov: &Provenance) -> String {
+    let mut s = format!("# Matrix `{}`\n\n", m.name);
+    if !m.description.is_empty() {
+        writeln!(s, "{}\n", m.description.trim()).expect("string");
+    }
+    writeln!(s, "From `{}`. {}\n", m.file.display(), provenance_line(m, rows, prov)).expect("string");
+    writeln!(s, "Each run's directory is `cells/<cell>/seed=<s>/` (its resolved scenario, `metrics.json`, `summary.md`); `cells.csv` has one row per run.\n").expect("string");
+    for g in groups {
+        writeln!(s, "## {}\n", g.title).expect("string");
+        for t in group_tables(g, stats) {
+            writeln!(s, "**{}** ({}):\n\n{}", t.title, t.note, md_table(&t)).expect("string");
+        }
+        for f in figs.iter().filter(|f| f.group.as_deref() == Some(&g.slug)) {
+            writeln!(s, "![{}](figures/{})\n", f.title, f.file).expect("string");
+        }
+    }
+    let curves: Vec<&figures::Figure> = figs.iter().filter(|f| f.group.is_none()).collect();
+    if !curves.is_empty() {
+        s.push_str("## Training curves\n\n");
+        for f in curves {
+            writeln!(s, "- [{}](figures/{})", f.title, f.file).expect("string");
+        }
+        s.push('\n');
+    }
+    let failed: Vec<&Row> = rows.iter().filter(|r| matches!(r.state, RunState::Failed(_))).collect();
+    if !failed.is_empty() {
+        s.push_str("## Failed runs\n\nA rerun of the matrix tries them again.\n\n| cell | seed | error |\n|---|---:|---|\n");
+        for r in failed {
+            let RunState::Failed(e) = &r.state else { unreachable!() };
+            writeln!(s, "| {} | {} | {} |", m.cells[r.cell].id, r.seed, e.replace('|', "\\|").replace('\n', " ")).expect("string");
+        }
+        s.push('\n');
+    }
+    let missing: Vec<&Row> = rows.iter().filter(|r| r.state == RunState::Missing).collect();
+    if !missing.is_empty() {
+        s.push_str("## Missing runs\n\nNot run yet, or run elsewhere and failed there (see the scheduler's log).\n\n");
+        for r in missing {
+            writeln!(s, "- {} seed {}", m.cells[r.cell].id, r.seed).expect("string");
+        }
+    }
+    s
+}

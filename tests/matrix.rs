@@ -1,0 +1,342 @@
+//! `fgl-sim matrix`: expansion of the axes, bad files, failing cells, `--jobs`
+//! independence, kill + resume, emitted jobs + `--collect`, and the HTML report in a real
+//! headless browser.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fgl_sim::matrix::Matrix;
+
+const BIN: &str = env!("CARGO_BIN_EXE_fgl-sim");
+
+/// A small synthetic scenario (runs take a fraction of a second).
+const BASE: &str = "scenario:
+  dataset: {name: synthetic, synthetic: {nodes: 300, classes: 3, avg_degree: 6, feature_dim: 16}}
+  partition: {method: louvain, clients: 3}
+  model: {arch: gcn, layers: 2, hidden: 8, head: true}
+  train: {optimizer: sgd, lr: 0.2, weight_decay: 0.0, epochs: 2}
+  federation: {rounds: 4}
+";
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn load(text: &str) -> Result<Matrix, String> {
+    let tmp = tempfile::tempdir().unwrap();
+    Matrix::load(&write(tmp.path(), "m.yaml", text)).map_err(|e| e.to_string())
+}
+
+#[test]
+fn axes_expand_in_a_fixed_order_with_names_from_their_values() {
+    let text = format!(
+        "{BASE}models: [gcn, sage]\nattacks: [lda, uniform]\ndefenses:\n  - none\n  - preset: ldp-labels\n    sweep: {{epsilon: [1, .inf]}}\nsweep: {{train.lr: [0.1, 0.2]}}\nseeds: 2\n"
+    );
+    let m = load(&text).unwrap();
+    assert_eq!(m.name, "m");
+    // 2 models × 2 attacks × 3 defenses (none, ε = 1, ∞) × 2 learning rates.
+    assert_eq!(m.cells.len(), 24);
+    assert_eq!(m.runs().len(), 48);
+    assert_eq!(m.seeds, [0, 1]);
+    assert_eq!(m.columns, ["dataset", "model", "attack", "defense", "defense.epsilon", "train.lr"]);
+    let ids: Vec<&str> = m.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids[0], "model=gcn,attack=lda,defense=none,train.lr=0.1");
+    assert_eq!(ids[1], "model=gcn,attack=lda,defense=none,train.lr=0.2");
+    assert_eq!(ids[2], "model=gcn,attack=lda,defense=ldp-labels,defense.epsilon=1,train.lr=0.1");
+    assert_eq!(ids[5], "model=gcn,attack=lda,defense=ldp-labels,defense.epsilon=inf,train.lr=0.2");
+    assert_eq!(ids[6], "model=gcn,attack=uniform,defense=none,train.lr=0.1");
+    assert_eq!(ids[23], "model=sage,attack=uniform,defense=ldp-labels,defense.epsilon=inf,train.lr=0.2");
+    let c = &m.cells[5];
+    assert_eq!(c.params, [Some("synthetic"), Some("gcn"), Some("lda"), Some("ldp-labels"), Some("inf"), Some("0.2")].map(|s| s.map(String::from)));
+    assert_eq!(m.cells[0].params[4], None, "no ε where the defense has none");
+    // The cell's scenario carries its values.
+    assert_eq!(c.scenario.train.lr, 0.2);
+    assert_eq!(c.scenario.defenses.len(), 1);
+    assert!(c.scenario.to_yaml().contains("epsilon: inf"), "{}", c.scenario.to_yaml());
+    assert_eq!(m.cells[23].scenario.model.arch, fgl_sim::model::Arch::Sage);
+    assert_eq!(c.scenario_for(1).seed, 1);
+    // Deterministic: the same file expands to the same cells.
+    let again = load(&text).unwrap();
+    assert_eq!(again.cells.iter().map(|c| c.id.clone()).collect::<Vec<_>>(), ids);
+    // No axes: one cell, the base.
+    let m = load(BASE).unwrap();
+    assert_eq!((m.cells.len(), m.cells[0].id.as_str(), m.seeds.as_slice()), (1, "base", &[0u64][..]));
+}
+
+#[test]
+fn bad_matrix_files_fail_with_the_field_named() {
+    let cases: &[(&str, &[&str])] = &[
+        ("sweep: {train.lrr: [0.1]}", &["train.lrr", "unknown field `lrr`"]),
+        ("attacks: []", &["attacks", "empty"]),
+        ("sweep: {train.lr: []}", &["sweep.train.lr", "empty"]),
+        ("defenses: [nope]", &["defenses[0]", "unknown preset `nope`"]),
+        ("attacks: [lda, lda]", &["attack=lda", "appears twice"]),
+        ("defenses: [{preset: ldp-labels, sweep: {epsilonn: [1]}}]", &["unknown field `epsilonn`"]),
+        ("defenses: [{preset: ldp-labels, sweep: {epsilon: [0]}}]", &["epsilon", "> 0"]),
+        ("defenses: [{preset: ldp-labels, swep: {epsilon: [1]}}]", &["defenses[0]", "swep", "allowed: preset, name, set, sweep"]),
+        ("seeds: [1, 1]", &["seeds", "twice"]),
+        ("seeds: 0", &["seeds", "at least 1"]),
+        ("axes: {x: [1]}", &["unknown field `axes`"]),
+        ("models: [gcnn]", &["model.arch", "gcnn"]),
+        ("sweep: {seed: [1, 2]}", &["sweep.seed", "seeds:"]),
+    ];
+    for (extra, needles) in cases {
+        let e = load(&format!("{BASE}{extra}\n")).unwrap_err();
+        assert!(e.starts_with("matrix "), "{e}");
+        for n in *needles {
+            assert!(e.contains(n), "`{extra}`: `{n}` not in: {e}");
+        }
+    }
+    let e = load("seeds: 2\n").unwrap_err();
+    assert!(e.contains("base") && e.contains("missing"), "{e}");
+    let e = load("base: nowhere.yaml\n").unwrap_err();
+    assert!(e.contains("nowhere.yaml") && e.contains("cannot read"), "{e}");
+    // The command refuses before running anything: no results directory appears.
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(tmp.path(), "bad.yaml", &format!("{BASE}attacks: [lda, nope]\n"));
+    let out = tmp.path().join("out");
+    let o = Command::new(BIN).args(["matrix", f.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("attacks[1]") && err.contains("nope"), "{err}");
+    assert!(!out.exists(), "nothing is written for a bad matrix");
+}
+
+/// The rows of `cells.csv` without the timing columns (the last two).
+fn csv_without_timings(dir: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join("cells.csv")).unwrap();
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let header = r.headers().unwrap().clone();
+    assert_eq!(&header.iter().rev().take(2).collect::<Vec<_>>(), &["total_seconds", "train_seconds"]);
+    let n = header.len() - 2;
+    std::iter::once(header.iter().take(n).collect::<Vec<_>>().join(","))
+        .chain(r.records().map(|rec| rec.unwrap().iter().take(n).collect::<Vec<_>>().join(",")))
+        .collect()
+}
+
+fn matrix_cmd(file: &Path, out: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(["matrix", file.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]).args(extra).output().unwrap()
+}
+
+/// Every run directory under `out/cells`: (cell, seed dir, files), and no hidden leftovers.
+fn run_dirs(out: &Path) -> Vec<(String, String, Vec<String>)> {
+    let mut all = Vec::new();
+    for cell in std::fs::read_dir(out.join("cells")).unwrap() {
+        let cell = cell.unwrap();
+        for run in std::fs::read_dir(cell.path()).unwrap() {
+            let run = run.unwrap();
+            let mut files: Vec<String> = std::fs::read_dir(run.path()).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().to_string()).collect();
+            files.sort();
+            all.push((cell.file_name().to_string_lossy().to_string(), run.file_name().to_string_lossy().to_string(), files));
+        }
+    }
+    all.sort();
+    all
+}
+
+#[test]
+fn a_failing_cell_is_reported_while_the_others_finish_and_jobs_do_not_change_results() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 5000 clients on 300 nodes fails once the data is loaded, not at expansion.
+    let f = write(tmp.path(), "m.yaml", &format!("{BASE}attacks: [lda, uniform]\nsweep: {{partition.clients: [3, 5000]}}\nseeds: 2\n"));
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let o = matrix_cmd(&f, &a, &["--jobs", "1"]);
+    assert!(!o.status.success(), "a failed run makes the exit status non-zero");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("4 of 8 run(s) failed") && err.contains("rerun"), "{err}");
+    let dirs = run_dirs(&a);
+    assert_eq!(dirs.len(), 8);
+    for (cell, _, files) in &dirs {
+        let want: &[&str] = if cell.contains("clients=5000") { &["error.txt", "scenario.resolved.yaml"] } else { &["metrics.json", "scenario.resolved.yaml", "summary.md"] };
+        assert_eq!(files, want, "{cell}");
+    }
+    let csv = csv_without_timings(&a);
+    assert_eq!(csv.len(), 9);
+    assert_eq!(csv.iter().filter(|r| r.contains(",failed,")).count(), 4);
+    assert!(csv.iter().filter(|r| r.contains(",failed,")).all(|r| r.contains("partition.clients") && r.contains("5000")), "{csv:?}");
+    let md = std::fs::read_to_string(a.join("report.md")).unwrap();
+    assert!(md.contains("## Failed runs") && md.contains("4 failed"), "{md}");
+    let html = std::fs::read_to_string(a.join("report.html")).unwrap();
+    assert!(html.contains("Failed runs") && html.contains("seed 1 failed"), "failed runs listed in the HTML");
+
+    let o = matrix_cmd(&f, &b, &["--jobs", "2"]);
+    assert!(!o.status.success());
+    assert_eq!(csv_without_timings(&a), csv_without_timings(&b), "--jobs 1 and --jobs 2 give the same cells.csv");
+    // The finished runs' metrics are identical, not just the CSV's columns.
+    for (cell, seed, files) in run_dirs(&a) {
+        if files.contains(&"metrics.json".to_string()) {
+            let strip = |d: &Path| {
+                let mut j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("cells").join(&cell).join(&seed).join("metrics.json")).unwrap()).unwrap();
+                j.as_object_mut().unwrap().remove("timings");
+                j
+            };
+            assert_eq!(strip(&a), strip(&b), "{cell} {seed}");
+        }
+    }
+}
+
+#[test]
+fn a_killed_matrix_resumes_and_ends_as_an_uninterrupted_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(tmp.path(), "m.yaml", &format!("{BASE}attacks: [lda, uniform, ec-lda]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1, 4]}}}}]\nseeds: 2\nset: {{federation.rounds: 12}}\n"));
+    let (killed, whole) = (tmp.path().join("killed"), tmp.path().join("whole"));
+    let mut child = Command::new(BIN)
+        .args(["matrix", f.to_str().unwrap(), "--out", killed.to_str().unwrap(), "--quiet", "--jobs", "2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let finished = |out: &Path| run_dirs(out).into_iter().filter(|(_, _, f)| f.contains(&"metrics.json".to_string())).count();
+    let t = std::time::Instant::now();
+    while !killed.join("cells").exists() || finished(&killed) < 3 {
+        assert!(t.elapsed().as_secs() < 120, "no run finished in 2 minutes");
+        assert!(child.try_wait().unwrap().is_none(), "the matrix ended before it could be killed");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = run_dirs(&killed);
+    let n_before = before.len();
+    assert!(n_before < 18, "killed before the end ({n_before} of 18 runs)");
+    // Every run directory present is whole: killed runs left none.
+    for (cell, seed, files) in &before {
+        assert_eq!(files, &["metrics.json", "scenario.resolved.yaml", "summary.md"], "{cell}/{seed}");
+    }
+    let stamp = |out: &Path| -> Vec<std::time::SystemTime> {
+        before.iter().map(|(c, s, _)| std::fs::metadata(out.join("cells").join(c).join(s).join("metrics.json")).unwrap().modified().unwrap()).collect()
+    };
+    let times = stamp(&killed);
+    let o = matrix_cmd(&f, &killed, &["--jobs", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains(&format!("{} run(s) in", 18 - n_before)) && said.contains(&format!("({n_before} already finished)")), "{said}");
+    assert_eq!(stamp(&killed), times, "finished runs are not run again");
+    let after = run_dirs(&killed);
+    assert_eq!(after.len(), 18, "every run exactly once");
+    // No hidden temporary directories are left behind.
+    for cell in std::fs::read_dir(killed.join("cells")).unwrap() {
+        for e in std::fs::read_dir(cell.unwrap().path()).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().to_string();
+            assert!(name.starts_with("seed="), "left over: {name}");
+        }
+    }
+    let o = matrix_cmd(&f, &whole, &["--jobs", "2"]);
+    assert!(o.status.success());
+    assert_eq!(csv_without_timings(&killed), csv_without_timings(&whole));
+    // A third run has nothing to do.
+    let o = matrix_cmd(&f, &whole, &[]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("0 run(s) in"), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+/// report.md without its provenance line (which says how the report was produced).
+fn report_md_body(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("report.md")).unwrap().lines().filter(|l| !l.starts_with("From `")).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn emitted_jobs_run_elsewhere_and_collect_to_the_direct_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(tmp.path(), "m.yaml", &format!("{BASE}attacks: [lda, ec-lda]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [2]}}}}]\nseeds: 2\n"));
+    let (direct, emitted) = (tmp.path().join("direct"), tmp.path().join("emitted"));
+    assert!(matrix_cmd(&f, &direct, &[]).status.success());
+    let o = matrix_cmd(&f, &emitted, &["--emit-jobs"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!emitted.join("cells").exists(), "--emit-jobs runs nothing");
+    let jobs = emitted.join("jobs");
+    let commands = std::fs::read_to_string(jobs.join("commands.txt")).unwrap();
+    assert_eq!(commands.lines().count(), 8);
+    assert!(commands.lines().all(|l| l.contains(" run ") && l.contains("--out")), "{commands}");
+    let slurm = std::fs::read_to_string(jobs.join("slurm.sh")).unwrap();
+    assert!(slurm.contains("#SBATCH --array=0-7") && slurm.contains("SLURM_ARRAY_TASK_ID"), "{slurm}");
+    let k8s: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(jobs.join("k8s-job.yaml")).unwrap()).unwrap();
+    assert_eq!(k8s["kind"], "Job");
+    assert_eq!(k8s["spec"]["completionMode"], "Indexed");
+    assert_eq!(k8s["spec"]["completions"].as_u64(), Some(8));
+    // Run the commands as a scheduler would: two at a time, each line a shell command.
+    let o = Command::new("xargs")
+        .args(["-d", "\n", "-P", "2", "-n", "1", "bash", "-c"])
+        .env("FGL_SIM", BIN)
+        .stdin(std::fs::File::open(jobs.join("commands.txt")).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The slurm script's own line selection runs a finished run's command: a no-op.
+    let o = Command::new("bash").arg(jobs.join("slurm.sh")).env("SLURM_ARRAY_TASK_ID", "3").env("FGL_SIM", "/nonexistent").output().unwrap();
+    assert!(o.status.success(), "task 3 is finished, so its command skips: {}", String::from_utf8_lossy(&o.stderr));
+    let o = matrix_cmd(&f, &emitted, &["--collect"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("8 finished, 0 failed, 0 missing"));
+    assert_eq!(csv_without_timings(&direct), csv_without_timings(&emitted));
+    assert_eq!(report_md_body(&direct), report_md_body(&emitted));
+    for fig in std::fs::read_dir(direct.join("figures")).unwrap() {
+        let name = fig.unwrap().file_name();
+        let a = std::fs::read_to_string(direct.join("figures").join(&name)).unwrap();
+        let b = std::fs::read_to_string(emitted.join("figures").join(&name)).unwrap();
+        assert_eq!(a, b, "{name:?}");
+    }
+}
+
+/// Chromium from the distribution's packages; `None` (a skip) outside CI.
+fn chromium() -> Option<PathBuf> {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        if let Ok(o) = Command::new("sh").args(["-c", &format!("command -v {name}")]).output()
+            && o.status.success()
+        {
+            return Some(PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+        }
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but no chromium: .ci/run installs the `chromium` package");
+    eprintln!("skipping the browser check: no chromium on PATH (Debian: apt install chromium)");
+    None
+}
+
+#[test]
+fn the_html_report_renders_in_a_headless_browser() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(tmp.path(), "m.yaml", &format!("{BASE}attacks: [lda, uniform]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1, 4]}}}}]\nseeds: 2\n"));
+    let out = tmp.path().join("out");
+    assert!(matrix_cmd(&f, &out, &[]).status.success());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    for remote in ["<script", "src=\"http", "href=\"http", "url(http", "@import"] {
+        assert!(!html.contains(remote), "self-contained: no scripts, nothing fetched ({remote})");
+    }
+    let figures = std::fs::read_dir(out.join("figures")).unwrap().count();
+    assert_eq!(figures, 2 + 6, "heat map, privacy–utility curves, a training curve per cell");
+    let Some(browser) = chromium() else { return };
+    // The page as shipped, plus a probe appended by the test that measures what rendered.
+    let probe = "<script>
+const vis = el => { const r = el.getBoundingClientRect(); const s = getComputedStyle(el); return r.width > 20 && r.height > 20 && s.visibility === 'visible' && s.display !== 'none'; };
+const tables = [...document.querySelectorAll('table.result')];
+const figs = [...document.querySelectorAll('figure.figure svg')];
+document.body.setAttribute('data-verdict', JSON.stringify({
+  tables: tables.length, tables_visible: tables.filter(vis).length,
+  figures: figs.length, figures_visible: figs.filter(vis).length,
+  figures_with_text: figs.filter(f => f.querySelectorAll('text').length > 3).length,
+  resources: performance.getEntriesByType('resource').map(e => e.name),
+}));
+</script></body>";
+    let checked = out.join("checked.html");
+    std::fs::write(&checked, html.replace("</body>", probe)).unwrap();
+    let o = Command::new(browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--dump-dom"])
+        .arg(format!("file://{}", checked.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "chromium failed: {}", String::from_utf8_lossy(&o.stderr));
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let verdict = dom.split("data-verdict=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or_else(|| panic!("no verdict in the DOM: {dom}"));
+    let verdict: serde_json::Value = serde_json::from_str(&verdict.replace("&quot;", "\"").replace("&amp;", "&")).unwrap();
+    // One group (synthetic, gcn): cos-sim, JS and accuracy tables.
+    assert_eq!(verdict["tables"], 3, "{verdict}");
+    assert_eq!(verdict["tables_visible"], 3, "{verdict}");
+    assert_eq!(verdict["figures"], figures, "every figure is in the page: {verdict}");
+    assert_eq!(verdict["figures_visible"], figures, "{verdict}");
+    assert_eq!(verdict["figures_with_text"], figures, "axis labels and legends drawn: {verdict}");
+    assert_eq!(verdict["resources"], serde_json::json!([]), "nothing fetched: {verdict}");
+    // The only console output allowed is none.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:?}");
+}
