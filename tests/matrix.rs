@@ -60,6 +60,28 @@ fn axes_expand_in_a_fixed_order_with_names_from_their_values() {
     // Deterministic: the same file expands to the same cells.
     let again = load(&text).unwrap();
     assert_eq!(again.cells.iter().map(|c| c.id.clone()).collect::<Vec<_>>(), ids);
+    // A list entry: attacks observing one federation; `a+b` sweeps two fields together;
+    // `with` sets scenario paths in that defense's cells only.
+    let m = load(&format!(
+        "{BASE}attacks: [ec-lda, [lda, uniform]]\ndefenses:\n  - none\n  - preset: lpgnn\n    sweep: {{epsilon_x+epsilon_y: [1, 4]}}\n    with: {{train.epochs: 1}}\n"
+    ))
+    .unwrap();
+    let ids: Vec<&str> = m.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "attack=ec-lda,defense=none",
+            "attack=ec-lda,defense=lpgnn,defense.epsilon_x+epsilon_y=1",
+            "attack=ec-lda,defense=lpgnn,defense.epsilon_x+epsilon_y=4",
+            "attack=lda+uniform,defense=none",
+            "attack=lda+uniform,defense=lpgnn,defense.epsilon_x+epsilon_y=1",
+            "attack=lda+uniform,defense=lpgnn,defense.epsilon_x+epsilon_y=4",
+        ]
+    );
+    assert_eq!(m.cells[3].scenario.attacks.iter().map(|a| a.name.as_str()).collect::<Vec<_>>(), ["lda", "uniform"]);
+    let yaml = m.cells[5].scenario.to_yaml();
+    assert!(yaml.contains("epsilon_x: 4.0") && yaml.contains("epsilon_y: 4.0"), "{yaml}");
+    assert_eq!((m.cells[5].scenario.train.epochs, m.cells[3].scenario.train.epochs), (1, 2), "`with` only in its own cells");
     // No axes: one cell, the base.
     let m = load(BASE).unwrap();
     assert_eq!((m.cells.len(), m.cells[0].id.as_str(), m.seeds.as_slice()), (1, "base", &[0u64][..]));
@@ -238,9 +260,19 @@ fn report_md_body(dir: &Path) -> String {
 #[test]
 fn emitted_jobs_run_elsewhere_and_collect_to_the_direct_report() {
     let tmp = tempfile::tempdir().unwrap();
-    let f = write(tmp.path(), "m.yaml", &format!("{BASE}attacks: [lda, ec-lda]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [2]}}}}]\nseeds: 2\n"));
+    let f = write(tmp.path(), "m.yaml", &format!("{BASE}attacks: [ec-lda, [lda, uniform]]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [2]}}}}]\nseeds: 2\n"));
     let (direct, emitted) = (tmp.path().join("direct"), tmp.path().join("emitted"));
     assert!(matrix_cmd(&f, &direct, &[]).status.success());
+    // Tidy: one row per run and attack of the run, each with its own scores.
+    let csv = csv_without_timings(&direct);
+    assert_eq!(csv.len(), 1 + 2 * 2 * (1 + 2), "{csv:?}");
+    assert!(csv[0].contains(",seed,scored_attack,status,"), "{}", csv[0]);
+    for attack in ["ec-lda", "lda", "uniform"] {
+        let rows: Vec<&String> = csv.iter().filter(|r| r.contains(&format!(",{attack},finished,"))).collect();
+        assert_eq!(rows.len(), 4, "{attack}: {csv:?}");
+    }
+    let md = std::fs::read_to_string(direct.join("report.md")).unwrap();
+    assert!(md.contains("| defense \\ attack | ec-lda | lda | uniform |"), "{md}");
     let o = matrix_cmd(&f, &emitted, &["--emit-jobs"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(!emitted.join("cells").exists(), "--emit-jobs runs nothing");

@@ -6,7 +6,7 @@
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
-use super::report::{role_label, CellStats, Group, Row, Stat};
+use super::report::{role_label, CellStats, Group, Row, Slot, Stat};
 use super::spec::Matrix;
 
 /// One SVG file of the report.
@@ -54,7 +54,7 @@ pub fn all(m: &Matrix, rows: &[Row], groups: &[Group], stats: &[CellStats]) -> V
 /// Attack score (cos-sim) over defense rows × attack columns; `None` when no cell of
 /// the group has an attack score.
 fn heat_map(g: &Group, stats: &[CellStats]) -> Option<Figure> {
-    let value = |d: usize, a: usize| g.cells[d][a].and_then(|c| stats[c].cos_sim);
+    let value = |d: usize, a: usize| g.cells[d][a].as_ref().and_then(|s| stats[s.cell].slot(s)?.cos_sim);
     if !(0..g.defenses.len()).any(|d| (0..g.attacks.len()).any(|a| value(d, a).is_some())) {
         return None;
     }
@@ -183,7 +183,11 @@ fn privacy_utility(m: &Matrix, g: &Group, stats: &[CellStats]) -> Option<Figure>
     if swept.is_empty() {
         return None;
     }
-    let cells: Vec<usize> = g.cells.iter().flatten().flatten().copied().collect();
+    // (attack column label, slot) of every filled table entry, and the cells among them.
+    let slots: Vec<(&str, &Slot)> = g.cells.iter().flat_map(|row| row.iter().zip(&g.attacks).filter_map(|(s, a)| Some((a.as_str(), s.as_ref()?)))).collect();
+    let mut cells: Vec<usize> = slots.iter().map(|(_, s)| s.cell).collect();
+    cells.sort_unstable();
+    cells.dedup();
     // The x value of a cell: its first swept defense parameter with a numeric value.
     let x_of = |c: usize| swept.iter().find_map(|&k| Some((k, parse_num(m.cells[c].params[k].as_deref()?)?)));
     let mut xs: Vec<f64> = cells.iter().filter_map(|&c| x_of(c).map(|(_, x)| x)).collect();
@@ -219,13 +223,13 @@ fn privacy_utility(m: &Matrix, g: &Group, stats: &[CellStats]) -> Option<Figure>
         None => list.push((key, vec![(x, v)])),
     };
     for &c in &cells {
-        let x = x_of(c).map(|(_, x)| pos(x));
-        let key = series_key(c);
         if let Some(s) = stats[c].test_accuracy {
-            push(&mut acc, key.clone(), x, s.mean);
+            push(&mut acc, series_key(c), x_of(c).map(|(_, x)| pos(x)), s.mean);
         }
-        if let Some(s) = stats[c].cos_sim {
-            push(&mut score, format!("{} vs {}", role_label(m, c, "attack"), key), x, s.mean);
+    }
+    for (attack, slot) in &slots {
+        if let Some(s) = stats[slot.cell].slot(slot).and_then(|a| a.cos_sim) {
+            push(&mut score, format!("{attack} vs {}", series_key(slot.cell)), x_of(slot.cell).map(|(_, x)| pos(x)), s.mean);
         }
     }
     let ticks: Vec<String> = xs.iter().map(|&x| if x.is_infinite() { "∞".into() } else { format!("{x}") }).collect();

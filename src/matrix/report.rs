@@ -23,13 +23,8 @@ pub struct RunMetrics {
     pub test_loss: f64,
     pub train_loss: f64,
     pub rounds: usize,
-    /// The cell's first reporting attack, averaged over its reports; absent without one.
-    pub cos_sim: Option<f64>,
-    /// Jensen–Shannon divergence in nats.
-    pub js_div: Option<f64>,
-    /// The uniform guess scored on the same reports.
-    pub uniform_cos_sim: Option<f64>,
-    pub uniform_js_div: Option<f64>,
+    /// Every attack of the run that reported, in the scenario's order.
+    pub attacks: Vec<AttackScores>,
     /// The largest ε any client spent (sequential composition over its defenses; ∞ when
     /// a defense is unbounded); absent when no client spent any.
     pub epsilon_spent: Option<f64>,
@@ -37,6 +32,24 @@ pub struct RunMetrics {
     pub curve: Vec<f64>,
     pub train_seconds: f64,
     pub total_seconds: f64,
+}
+
+/// One attack's inferences, averaged over its reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttackScores {
+    pub attack: String,
+    pub cos_sim: Option<f64>,
+    /// Jensen–Shannon divergence in nats.
+    pub js_div: Option<f64>,
+    /// The uniform guess scored on the same reports.
+    pub uniform_cos_sim: Option<f64>,
+    pub uniform_js_div: Option<f64>,
+}
+
+impl RunMetrics {
+    pub fn attack(&self, name: &str) -> Option<&AttackScores> {
+        self.attacks.iter().find(|a| a.attack == name)
+    }
 }
 
 /// One run of the matrix as found on disk.
@@ -70,18 +83,25 @@ fn read_metrics(path: &Path) -> Result<RunMetrics> {
     let bad = |what: &str| Error::data_file(path, format!("missing or malformed `{what}` (not a metrics.json of fgl-sim)"));
     let num = |v: &Json| v.as_f64().or_else(|| (v.as_str() == Some("inf")).then_some(f64::INFINITY));
     let fin = &j["final"];
-    let attack = j["attacks"].as_array().and_then(|a| a.iter().find(|a| !a["mean"].is_null()));
-    let score = |key: &str, field: &str| attack.and_then(|a| a[key][field].as_f64());
+    let attacks = j["attacks"]
+        .as_array()
+        .ok_or_else(|| bad("attacks"))?
+        .iter()
+        .map(|a| AttackScores {
+            attack: a["attack"].as_str().unwrap_or_default().to_string(),
+            cos_sim: a["mean"]["cos_sim"].as_f64(),
+            js_div: a["mean"]["js_nats"].as_f64(),
+            uniform_cos_sim: a["uniform_baseline"]["cos_sim"].as_f64(),
+            uniform_js_div: a["uniform_baseline"]["js_nats"].as_f64(),
+        })
+        .collect();
     let epsilon_spent = j["clients"].as_array().ok_or_else(|| bad("clients"))?.iter().filter_map(|c| num(&c["epsilon_total"])).fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
     Ok(RunMetrics {
         test_accuracy: num(&fin["test_accuracy"]).ok_or_else(|| bad("final.test_accuracy"))?,
         test_loss: num(&fin["test_loss"]).unwrap_or(f64::NAN),
         train_loss: num(&fin["train_loss"]).unwrap_or(f64::NAN),
         rounds: fin["round"].as_u64().ok_or_else(|| bad("final.round"))? as usize,
-        cos_sim: score("mean", "cos_sim"),
-        js_div: score("mean", "js_nats"),
-        uniform_cos_sim: score("uniform_baseline", "cos_sim"),
-        uniform_js_div: score("uniform_baseline", "js_nats"),
+        attacks,
         epsilon_spent: epsilon_spent.filter(|&e| e > 0.0),
         curve: j["rounds"].as_array().ok_or_else(|| bad("rounds"))?.iter().map(|r| num(&r["test_accuracy"]).unwrap_or(f64::NAN)).collect(),
         train_seconds: num(&j["timings"]["train_seconds"]).unwrap_or(f64::NAN),
@@ -89,9 +109,10 @@ fn read_metrics(path: &Path) -> Result<RunMetrics> {
     })
 }
 
-/// The columns of `cells.csv` after the parameter columns; the last two are timings
-/// (which differ between runs of the same cell).
-pub const METRIC_COLUMNS: [&str; 13] = [
+/// The columns of `cells.csv` after the parameter columns and `seed`; the last two are
+/// timings (which differ between runs of the same cell).
+pub const METRIC_COLUMNS: [&str; 14] = [
+    "scored_attack",
     "status",
     "test_accuracy",
     "test_loss",
@@ -106,6 +127,11 @@ pub const METRIC_COLUMNS: [&str; 13] = [
     "train_seconds",
     "total_seconds",
 ];
+
+/// The attacks of cell `c` that can report (all but `none`), by name, in order.
+pub fn cell_attacks(m: &Matrix, c: usize) -> Vec<String> {
+    m.cells[c].scenario.attacks.iter().filter(|a| crate::presets::kind_of(&a.spec) != "none").map(|a| a.name.clone()).collect()
+}
 
 /// A number as the CSV writes it: shortest round-trip form, `inf`, empty for none/NaN.
 fn csv_num(x: Option<f64>) -> String {
@@ -125,34 +151,42 @@ pub fn status(state: &RunState) -> &'static str {
     }
 }
 
-/// `cells.csv`: `matrix,cell`, the parameter columns, `seed`, [`METRIC_COLUMNS`].
+/// `cells.csv`: `matrix,cell`, the parameter columns, `seed`, [`METRIC_COLUMNS`]; one
+/// row per run and attack of the run (`scored_attack`; one row with it empty for a run
+/// without attacks).
 pub fn cells_csv(m: &Matrix, rows: &[Row]) -> String {
     let mut w = csv::Writer::from_writer(Vec::new());
     let header: Vec<&str> = ["matrix", "cell"].into_iter().chain(m.columns.iter().map(String::as_str)).chain(["seed"]).chain(METRIC_COLUMNS).collect();
     w.write_record(&header).expect("in memory");
     for r in rows {
         let c = &m.cells[r.cell];
-        let mut rec: Vec<String> = vec![m.name.clone(), c.id.clone()];
-        rec.extend(c.params.iter().map(|p| p.clone().unwrap_or_default()));
-        rec.push(r.seed.to_string());
-        rec.push(status(&r.state).into());
-        let x = r.metrics.as_ref();
-        rec.push(csv_num(x.map(|x| x.test_accuracy)));
-        rec.push(csv_num(x.map(|x| x.test_loss)));
-        rec.push(csv_num(x.map(|x| x.train_loss)));
-        rec.push(x.map_or(String::new(), |x| x.rounds.to_string()));
-        rec.push(csv_num(x.and_then(|x| x.cos_sim)));
-        rec.push(csv_num(x.and_then(|x| x.js_div)));
-        rec.push(csv_num(x.and_then(|x| x.uniform_cos_sim)));
-        rec.push(csv_num(x.and_then(|x| x.uniform_js_div)));
-        rec.push(csv_num(x.and_then(|x| x.epsilon_spent)));
-        rec.push(match &r.state {
-            RunState::Failed(e) => e.clone(),
-            _ => String::new(),
-        });
-        rec.push(csv_num(x.map(|x| x.train_seconds)));
-        rec.push(csv_num(x.map(|x| x.total_seconds)));
-        w.write_record(&rec).expect("in memory");
+        let attacks = cell_attacks(m, r.cell);
+        let scored: Vec<Option<&str>> = if attacks.is_empty() { vec![None] } else { attacks.iter().map(|a| Some(a.as_str())).collect() };
+        for attack in scored {
+            let mut rec: Vec<String> = vec![m.name.clone(), c.id.clone()];
+            rec.extend(c.params.iter().map(|p| p.clone().unwrap_or_default()));
+            rec.push(r.seed.to_string());
+            rec.push(attack.unwrap_or_default().to_string());
+            rec.push(status(&r.state).into());
+            let x = r.metrics.as_ref();
+            let a = x.zip(attack).and_then(|(x, a)| x.attack(a));
+            rec.push(csv_num(x.map(|x| x.test_accuracy)));
+            rec.push(csv_num(x.map(|x| x.test_loss)));
+            rec.push(csv_num(x.map(|x| x.train_loss)));
+            rec.push(x.map_or(String::new(), |x| x.rounds.to_string()));
+            rec.push(csv_num(a.and_then(|a| a.cos_sim)));
+            rec.push(csv_num(a.and_then(|a| a.js_div)));
+            rec.push(csv_num(a.and_then(|a| a.uniform_cos_sim)));
+            rec.push(csv_num(a.and_then(|a| a.uniform_js_div)));
+            rec.push(csv_num(x.and_then(|x| x.epsilon_spent)));
+            rec.push(match &r.state {
+                RunState::Failed(e) => e.clone(),
+                _ => String::new(),
+            });
+            rec.push(csv_num(x.map(|x| x.train_seconds)));
+            rec.push(csv_num(x.map(|x| x.total_seconds)));
+            w.write_record(&rec).expect("in memory");
+        }
     }
     String::from_utf8(w.into_inner().expect("in memory")).expect("utf-8")
 }
@@ -208,10 +242,18 @@ pub struct Group {
     pub slug: String,
     /// Row labels: the defense with its swept parameters, in cell order.
     pub defenses: Vec<String>,
-    /// Column labels: the attack with its swept parameters, in cell order.
+    /// Column labels: each attack (with its swept parameters), in cell order.
     pub attacks: Vec<String>,
-    /// `[defense][attack]` → cell index.
-    pub cells: Vec<Vec<Option<usize>>>,
+    /// `[defense][attack]` → the cell and the attack's name in it (`None`: a cell
+    /// without attacks, which has an accuracy but no score).
+    pub cells: Vec<Vec<Option<Slot>>>,
+}
+
+/// One attack of one cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct Slot {
+    pub cell: usize,
+    pub attack: Option<String>,
 }
 
 /// The label of a cell's attack or defense (`role` = "attack" / "defense"), with the
@@ -228,6 +270,17 @@ pub fn role_label(m: &Matrix, c: usize, role: &str) -> String {
     if swept.is_empty() { base } else { format!("{base} ({})", swept.join(", ")) }
 }
 
+/// The columns of cell `c`: (label, attack name) per attack; one column named by the
+/// attack axis for a cell without attacks.
+pub fn attack_columns(m: &Matrix, c: usize) -> Vec<(String, Option<String>)> {
+    let attacks = cell_attacks(m, c);
+    match attacks.len() {
+        0 => vec![(role_label(m, c, "attack"), None)],
+        1 => vec![(role_label(m, c, "attack"), attacks.into_iter().next())],
+        _ => attacks.into_iter().map(|a| (a.clone(), Some(a))).collect(),
+    }
+}
+
 pub fn groups(m: &Matrix) -> Vec<Group> {
     let mut out: Vec<Group> = Vec::new();
     for c in 0..m.cells.len() {
@@ -238,7 +291,6 @@ pub fn groups(m: &Matrix) -> Vec<Group> {
             }
         }
         let title = parts.join(", ");
-        let (d, a) = (role_label(m, c, "defense"), role_label(m, c, "attack"));
         let g = match out.iter_mut().position(|g| g.title == title) {
             Some(i) => &mut out[i],
             None => {
@@ -247,17 +299,20 @@ pub fn groups(m: &Matrix) -> Vec<Group> {
                 out.last_mut().expect("pushed")
             }
         };
+        let d = role_label(m, c, "defense");
         let di = g.defenses.iter().position(|x| *x == d).unwrap_or_else(|| {
             g.defenses.push(d);
             g.cells.push(vec![None; g.attacks.len()]);
             g.defenses.len() - 1
         });
-        let ai = g.attacks.iter().position(|x| *x == a).unwrap_or_else(|| {
-            g.attacks.push(a);
-            g.cells.iter_mut().for_each(|r| r.push(None));
-            g.attacks.len() - 1
-        });
-        g.cells[di][ai] = Some(c);
+        for (label, attack) in attack_columns(m, c) {
+            let ai = g.attacks.iter().position(|x| *x == label).unwrap_or_else(|| {
+                g.attacks.push(label);
+                g.cells.iter_mut().for_each(|r| r.push(None));
+                g.attacks.len() - 1
+            });
+            g.cells[di][ai] = Some(Slot { cell: c, attack });
+        }
     }
     out
 }
@@ -275,10 +330,27 @@ pub struct CellStats {
     pub failed: usize,
     pub missing: usize,
     pub test_accuracy: Option<Stat>,
+    pub epsilon_spent: Option<f64>,
+    pub attacks: Vec<AttackStats>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AttackStats {
+    pub attack: String,
     pub cos_sim: Option<Stat>,
     pub js_div: Option<Stat>,
     pub uniform_cos_sim: Option<Stat>,
-    pub epsilon_spent: Option<f64>,
+}
+
+impl CellStats {
+    pub fn attack(&self, name: &str) -> Option<&AttackStats> {
+        self.attacks.iter().find(|a| a.attack == name)
+    }
+
+    /// The statistics of a slot: its attack's, if it has one.
+    pub fn slot(&self, slot: &Slot) -> Option<&AttackStats> {
+        slot.attack.as_deref().and_then(|a| self.attack(a))
+    }
 }
 
 pub fn cell_stats(m: &Matrix, rows: &[Row]) -> Vec<CellStats> {
@@ -286,17 +358,21 @@ pub fn cell_stats(m: &Matrix, rows: &[Row]) -> Vec<CellStats> {
         .map(|c| {
             let rs: Vec<&Row> = rows.iter().filter(|r| r.cell == c).collect();
             let ms: Vec<&RunMetrics> = rs.iter().filter_map(|r| r.metrics.as_ref()).collect();
-            let get = |f: &dyn Fn(&RunMetrics) -> Option<f64>| Stat::of(&ms.iter().filter_map(|x| f(x)).collect::<Vec<_>>());
+            let attacks = cell_attacks(m, c)
+                .into_iter()
+                .map(|a| {
+                    let get = |f: &dyn Fn(&AttackScores) -> Option<f64>| Stat::of(&ms.iter().filter_map(|x| x.attack(&a).and_then(f)).collect::<Vec<_>>());
+                    AttackStats { cos_sim: get(&|s| s.cos_sim), js_div: get(&|s| s.js_div), uniform_cos_sim: get(&|s| s.uniform_cos_sim), attack: a }
+                })
+                .collect();
             CellStats {
                 id: m.cells[c].id.clone(),
                 finished: ms.len(),
                 failed: rs.iter().filter(|r| matches!(r.state, RunState::Failed(_))).count(),
                 missing: rs.iter().filter(|r| r.state == RunState::Missing).count(),
-                test_accuracy: get(&|x| Some(x.test_accuracy)),
-                cos_sim: get(&|x| x.cos_sim),
-                js_div: get(&|x| x.js_div),
-                uniform_cos_sim: get(&|x| x.uniform_cos_sim),
+                test_accuracy: Stat::of(&ms.iter().map(|x| x.test_accuracy).collect::<Vec<_>>()),
                 epsilon_spent: ms.iter().filter_map(|x| x.epsilon_spent).reduce(f64::max),
+                attacks,
             }
         })
         .collect()
@@ -311,7 +387,7 @@ pub struct Table {
 }
 
 pub fn group_tables(g: &Group, stats: &[CellStats]) -> Vec<Table> {
-    let metric = |title, note, f: &dyn Fn(&CellStats) -> Option<String>| Table {
+    let metric = |title, note, f: &dyn Fn(&CellStats, &Slot) -> Option<String>| Table {
         title,
         note,
         header: std::iter::once("defense \\ attack".to_string()).chain(g.attacks.iter().cloned()).collect(),
@@ -319,13 +395,13 @@ pub fn group_tables(g: &Group, stats: &[CellStats]) -> Vec<Table> {
             .defenses
             .iter()
             .zip(&g.cells)
-            .map(|(d, row)| std::iter::once(d.clone()).chain(row.iter().map(|c| c.and_then(|c| f(&stats[c])).unwrap_or_else(|| "–".into()))).collect())
+            .map(|(d, row)| std::iter::once(d.clone()).chain(row.iter().map(|s| s.as_ref().and_then(|s| f(&stats[s.cell], s)).unwrap_or_else(|| "–".into()))).collect())
             .collect(),
     };
     vec![
-        metric("Attack score: cosine similarity", "mean ± 95 % CI over seeds; 1 = the inferred label distribution points exactly at the true one; `–`: no attack reported", &|s| s.cos_sim.map(|x| x.show(1.0, 3))),
-        metric("Attack score: Jensen–Shannon divergence (nats)", "mean ± 95 % CI over seeds; 0 = exact, ln 2 ≈ 0.693 at most", &|s| s.js_div.map(|x| x.show(1.0, 4))),
-        metric("Test accuracy (%)", "global model after the last round, mean ± 95 % CI over seeds", &|s| s.test_accuracy.map(|x| x.show(100.0, 1))),
+        metric("Attack score: cosine similarity", "mean ± 95 % CI over seeds; 1 = the inferred label distribution points exactly at the true one; `–`: no attack reported", &|c, s| c.slot(s)?.cos_sim.map(|x| x.show(1.0, 3))),
+        metric("Attack score: Jensen–Shannon divergence (nats)", "mean ± 95 % CI over seeds; 0 = exact, ln 2 ≈ 0.693 at most", &|c, s| c.slot(s)?.js_div.map(|x| x.show(1.0, 4))),
+        metric("Test accuracy (%)", "global model after the last round, mean ± 95 % CI over seeds", &|c, _| c.test_accuracy.map(|x| x.show(100.0, 1))),
     ]
 }
 

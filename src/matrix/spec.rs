@@ -7,12 +7,16 @@
 //! # scenario: {dataset: {name: synthetic}, …}   an inline one
 //! datasets: [cora, citeseer]     # dataset.name
 //! models: [gcn, sage]            # model.arch, or maps of model fields with a `name`
-//! attacks: [ec-lda, lda]         # scenario entries: preset names, files, inline maps
+//! attacks: [ec-lda, [lda, ilrg]] # scenario entries: preset names, files, inline maps;
+//!                                # a list: attacks observing one federation
 //! defenses:
 //!   - none
 //!   - preset: ldp-labels         # a preset with parameters set or swept:
 //!     set: {forward_correction: true}
 //!     sweep: {epsilon: [1, 2, 4, .inf]}
+//!   - preset: lpgnn
+//!     sweep: {epsilon_x+epsilon_y: [1, 4]}   # both fields take each value
+//!     with: {train.epochs: 1}    # scenario paths set in this defense's cells
 //! set: {federation.rounds: 50}   # scenario paths fixed in every cell (not an axis)
 //! sweep: {train.lr: [0.01, 0.1]} # any scenario path, in every cell
 //! seeds: 3                       # 0, 1, 2; or a list
@@ -306,8 +310,9 @@ fn model_choice(v: &Value) -> std::result::Result<Choice, String> {
 }
 
 /// The `attacks:` / `defenses:` axis: each entry is a scenario entry (preset name, file
-/// or inline map: one choice) or `{preset: ENTRY, name?, set?: {field: value}, sweep?:
-/// {field: [values]}}` (one choice per combination of the swept values).
+/// or inline map: one choice), a list of them (one choice: attacks that observe the same
+/// federation, defenses applied in order), or `{preset: ENTRY, name?, set?: {field:
+/// value}, sweep?: {field: [values]}}` (one choice per combination of the swept values).
 fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Result<Vec<Choice>> {
     let field = S::KIND.field();
     let role = if S::KIND == Kind::Attack { "attack" } else { "defense" };
@@ -315,20 +320,49 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
     for (i, entry) in list.iter().enumerate() {
         let at = format!("{field}[{i}]");
         let err = |sub: &str, msg: String| Error::Matrix { file: file.to_string(), field: if sub.is_empty() { at.clone() } else { format!("{at}.{sub}") }, msg };
-        let (preset, name, set, sweep) = match entry {
+        if let Value::Sequence(together) = entry {
+            // Several attacks observing one federation (at most one active), or defenses
+            // applied in order: one choice, labelled by their names.
+            if together.is_empty() {
+                return Err(err("", "an empty list; list the presets that go together".into()));
+            }
+            let mut tree = Value::Mapping(Mapping::from_iter([(Value::from(field), entry.clone())]));
+            presets::resolve_entries::<S>(&mut tree, Some(dir)).map_err(|(f, msg)| err("", format!("{}: {msg}", f.replacen(field, "", 1))))?;
+            let resolved = tree[field].clone();
+            let names: Vec<&str> = resolved.as_sequence().into_iter().flatten().filter_map(|e| e.get("name")?.as_str()).collect();
+            out.push(Choice { label: names.join("+"), swept: vec![], sets: vec![(field.to_string(), resolved.clone())] });
+            continue;
+        }
+        let (preset, name, set, sweep, with) = match entry {
             Value::Mapping(m) if m.contains_key("preset") => {
                 let mut m = m.clone();
                 let preset = m.remove("preset").expect("checked");
                 let name = m.remove("name");
                 let set = m.remove("set");
                 let sweep = m.remove("sweep");
+                let with = m.remove("with");
                 if let Some((k, _)) = m.into_iter().next() {
-                    return Err(err("", format!("unknown field {k:?} beside `preset`; allowed: preset, name, set, sweep")));
+                    return Err(err("", format!("unknown field {k:?} beside `preset`; allowed: preset, name, set, sweep, with")));
                 }
-                (preset, name, set, sweep)
+                (preset, name, set, sweep, with)
             }
-            other => (other.clone(), None, None, None),
+            other => (other.clone(), None, None, None, None),
         };
+        // Scenario paths this choice sets besides its entry (a defense's own training setting).
+        let mut with_sets: Vec<(String, Value)> = Vec::new();
+        match with {
+            Some(Value::Mapping(paths)) => {
+                for (k, v) in paths {
+                    let k = k.as_str().ok_or_else(|| err("with", "keys are scenario paths like `train.lr`".into()))?.to_string();
+                    if k.split('.').next().is_some_and(|s| matches!(s, "seed" | "attacks" | "defenses")) {
+                        return Err(err(&format!("with.{k}"), "set seeds with `seeds:`, attacks and defenses with their axes".into()));
+                    }
+                    with_sets.push((k, v));
+                }
+            }
+            Some(other) => return Err(err("with", format!("must be a map of scenario paths to values, not {other:?}"))),
+            None => {}
+        }
         let mut tree = Value::Mapping(Mapping::from_iter([(Value::from(field), Value::Sequence(vec![preset]))]));
         presets::resolve_entries::<S>(&mut tree, Some(dir)).map_err(|(f, msg)| err("", format!("{}: {msg}", f.replacen(&format!("{field}[0]"), "preset", 1))))?;
         let Value::Mapping(mut resolved) = tree[field][0].clone() else { unreachable!("resolved entries are maps") };
@@ -356,7 +390,11 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
             Some(Value::Mapping(fields)) => {
                 for (k, values) in fields {
                     let k = k.as_str().ok_or_else(|| err("sweep", "keys are the preset's fields".into()))?.to_string();
-                    check_field(&k, &at, file)?;
+                    // `epsilon_x+epsilon_y`: both fields take each value together.
+                    let together: Vec<String> = k.split('+').map(str::to_string).collect();
+                    for f in &together {
+                        check_field(f, &at, file)?;
+                    }
                     let Value::Sequence(values) = values else { return Err(err(&format!("sweep.{k}"), "must be a list of values".into())) };
                     if values.is_empty() {
                         return Err(err(&format!("sweep.{k}"), "is empty; list at least one value".into()));
@@ -364,10 +402,12 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
                     variants = variants
                         .into_iter()
                         .flat_map(|(map, swept)| {
-                            let k = k.clone();
+                            let (k, together) = (k.clone(), together.clone());
                             values.iter().map(move |v| {
                                 let mut map = map.clone();
-                                map.insert(k.as_str().into(), v.clone());
+                                for f in &together {
+                                    map.insert(f.as_str().into(), v.clone());
+                                }
                                 let mut swept = swept.clone();
                                 swept.push((format!("{role}.{k}"), value_label(v)));
                                 (map, swept)
@@ -380,7 +420,9 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
             None => {}
         }
         for (map, swept) in variants {
-            out.push(Choice { label: label.clone(), swept, sets: vec![(field.to_string(), Value::Sequence(vec![Value::Mapping(map)]))] });
+            let mut sets = vec![(field.to_string(), Value::Sequence(vec![Value::Mapping(map)]))];
+            sets.extend(with_sets.iter().cloned());
+            out.push(Choice { label: label.clone(), swept, sets });
         }
     }
     Ok(out)
