@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-pub use spec::{Cell, Matrix};
+pub use spec::{BuiltCell, Cell, Matrix};
 use store::RunState;
 
 use crate::error::{Error, Result};
@@ -106,13 +106,22 @@ pub struct Outcome {
     pub skipped: usize,
     pub failed: usize,
     pub wall_seconds: f64,
+    /// Every run as found on disk afterwards, in run order.
+    pub rows: Vec<report::Row>,
 }
 
 /// Run every run of `m` that has not finished under the output directory (failed ones
 /// again), then write the report. Runs that fail are recorded and the others go on; the
-/// error returned afterwards counts them (the report is written either way).
+/// caller decides what a failure means (the report is written either way). The longest
+/// runs (by the `--dry-run` estimate) start first.
 pub fn run(m: &Matrix, opts: &MatrixOptions) -> Result<Outcome> {
-    let out = opts.out_dir(m);
+    let estimate: Vec<u32> = estimates(m, opts).into_iter().map(|t| t.map_or(0, |s| (s * 1e3).min(u32::MAX as f64) as u32)).collect();
+    execute(m, &opts.out_dir(m), opts, &|c| estimate[c])
+}
+
+/// [`run`] into `out`, the runs of cell `c` started in decreasing `cost(c)`.
+pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usize) -> u32 + Sync)) -> Result<Outcome> {
+    let out = out.to_path_buf();
     if out.exists() && !out.is_dir() {
         return Err(Error::output(&out, "exists and is not a directory"));
     }
@@ -133,7 +142,7 @@ pub fn run(m: &Matrix, opts: &MatrixOptions) -> Result<Outcome> {
     // `jobs` workers, each with its share of the cores.
     let threads = jobs * (available_cores() / jobs).max(1);
     let failed = std::sync::atomic::AtomicUsize::new(0);
-    run_concurrently(&todo, Some(threads), |_| 0, |&(c, seed), threads| {
+    run_concurrently(&todo, Some(threads), |&(c, _)| cost(c), |&(c, seed), threads| {
         let cell = &m.cells[c];
         let line = multi.add(indicatif::ProgressBar::new_spinner());
         line.set_style(indicatif::ProgressStyle::with_template("  {msg}").expect("template"));
@@ -156,7 +165,7 @@ pub fn run(m: &Matrix, opts: &MatrixOptions) -> Result<Outcome> {
     let prov = report::Provenance { wall_seconds: Some(wall_seconds), ran: todo.len(), skipped, jobs: Some(jobs), peak_memory_mib: peak_memory_mib() };
     report::write(m, &out, &rows, &prov)?;
     let failed = failed.into_inner();
-    Ok(Outcome { out, ran: todo.len(), skipped, failed, wall_seconds })
+    Ok(Outcome { out, ran: todo.len(), skipped, failed, wall_seconds, rows })
 }
 
 /// Run one (cell, seed) and write its directory; `Ok(false)` when the run failed (its
@@ -202,7 +211,7 @@ pub fn collect(m: &Matrix, opts: &MatrixOptions) -> Result<(PathBuf, Vec<report:
     Ok((out, rows))
 }
 
-/// One line per cell for `--dry-run`: its id, runs to do, and the estimated seconds.
+/// One line per cell for `--dry-run`: its id, runs, runs to do, and their estimated seconds.
 pub struct Plan {
     pub lines: Vec<(String, usize, usize, Option<f64>)>,
     /// Estimated wall time with `jobs` at once (sum / jobs; rough).
@@ -211,17 +220,13 @@ pub struct Plan {
 }
 
 /// The cells, the runs each still needs, and an estimate of their time: from the
-/// finished runs of the same cell where there are any, else from a cost model of the
-/// scenario (model, graph size, rounds × epochs, defense) calibrated on this project's
-/// CPU benchmarks. The model is rough (within a factor of ~3); it is an estimate.
+/// finished runs of the same cell where there are any, else from [`estimates`].
 pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Plan {
     let out = opts.out_dir(m);
-    // (nodes, edges, non-zero feature values) per dataset section, loaded once.
-    type Size = Option<(f64, f64, f64)>;
-    let mut sizes: Vec<(String, Size)> = Vec::new();
+    let modelled = estimates(m, opts);
     let mut lines = Vec::new();
     let mut measured = 0;
-    for cell in &m.cells {
+    for (cell, model) in m.cells.iter().zip(modelled) {
         let dirs: Vec<PathBuf> = m.seeds.iter().map(|&s| store::run_dir(&out, &cell.id, s)).collect();
         let done: Vec<f64> = dirs
             .iter()
@@ -233,18 +238,7 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Plan {
             .collect();
         let todo = dirs.len() - done.len();
         let per_run = if done.is_empty() {
-            let key = format!("{:?}", (&cell.scenario.dataset, cell.scenario.seed));
-            let size = match sizes.iter().find(|(k, _)| *k == key) {
-                Some((_, s)) => *s,
-                None => {
-                    let s = crate::data::registry::load(&cell.scenario.dataset.name, opts.data_dir.as_deref(), &cell.scenario.synthetic(), cell.scenario.seed)
-                        .ok()
-                        .map(|d| (d.num_nodes() as f64, d.graph.num_edges() as f64, d.features.as_ref().map_or(d.num_nodes(), |f| f.nnz()) as f64));
-                    sizes.push((key, s));
-                    s
-                }
-            };
-            size.map(|s| cost_model(&cell.scenario, s))
+            model
         } else {
             measured += done.len();
             Some(done.iter().sum::<f64>() / done.len() as f64)
@@ -254,6 +248,33 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Plan {
     let jobs = opts.jobs.unwrap_or_else(available_cores).max(1) as f64;
     let total_seconds = lines.iter().map(|l| l.3).sum::<Option<f64>>().map(|t| t / jobs);
     Plan { lines, total_seconds, measured }
+}
+
+/// Per cell, the modelled seconds of one run on one core ([`cost_model`] on the cell's
+/// graph, each distinct dataset loaded once); `None` where the dataset does not load.
+/// Rough: within a factor of ~3.
+pub fn estimates(m: &Matrix, opts: &MatrixOptions) -> Vec<Option<f64>> {
+    // (nodes, edges, non-zero feature values) per dataset section.
+    type Size = Option<(f64, f64, f64)>;
+    let mut sizes: Vec<(String, Size)> = Vec::new();
+    m.cells
+        .iter()
+        .map(|cell| {
+            let s = &cell.scenario;
+            let key = format!("{:?}", (&s.dataset, s.seed));
+            let size = match sizes.iter().find(|(k, _)| *k == key) {
+                Some((_, size)) => *size,
+                None => {
+                    let size = crate::data::registry::load(&s.dataset.name, opts.data_dir.as_deref(), &s.synthetic(), s.seed)
+                        .ok()
+                        .map(|d| (d.num_nodes() as f64, d.graph.num_edges() as f64, d.features.as_ref().map_or(d.num_nodes(), |f| f.nnz()) as f64));
+                    sizes.push((key, size));
+                    size
+                }
+            };
+            size.map(|size| cost_model(s, size))
+        })
+        .collect()
 }
 
 /// Seconds of one run on one core: (nodes, edges, non-zero feature values) of the graph.

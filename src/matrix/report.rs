@@ -28,6 +28,9 @@ pub struct RunMetrics {
     /// The largest ε any client spent (sequential composition over its defenses; ∞ when
     /// a defense is unbounded); absent when no client spent any.
     pub epsilon_spent: Option<f64>,
+    /// What the defenses did to the data (`metrics.json`'s privacy `effects`, e.g. edges
+    /// added and removed), summed over clients and defenses.
+    pub privacy_effects: std::collections::BTreeMap<String, f64>,
     /// Test accuracy after each round (the training curve).
     pub curve: Vec<f64>,
     pub train_seconds: f64,
@@ -44,6 +47,9 @@ pub struct AttackScores {
     /// The uniform guess scored on the same reports.
     pub uniform_cos_sim: Option<f64>,
     pub uniform_js_div: Option<f64>,
+    /// Scored against the labels the clients trained on, where a defense randomised them.
+    pub vs_trained_cos_sim: Option<f64>,
+    pub vs_trained_js_div: Option<f64>,
 }
 
 impl RunMetrics {
@@ -93,8 +99,16 @@ fn read_metrics(path: &Path) -> Result<RunMetrics> {
             js_div: a["mean"]["js_nats"].as_f64(),
             uniform_cos_sim: a["uniform_baseline"]["cos_sim"].as_f64(),
             uniform_js_div: a["uniform_baseline"]["js_nats"].as_f64(),
+            vs_trained_cos_sim: a["mean_vs_trained_labels"]["cos_sim"].as_f64(),
+            vs_trained_js_div: a["mean_vs_trained_labels"]["js_nats"].as_f64(),
         })
         .collect();
+    let mut privacy_effects = std::collections::BTreeMap::new();
+    for cost in j["clients"].as_array().into_iter().flatten().flat_map(|c| c["privacy"].as_array().into_iter().flatten()) {
+        for (k, v) in cost["effects"].as_object().into_iter().flatten() {
+            *privacy_effects.entry(k.clone()).or_insert(0.0) += v.as_f64().unwrap_or(0.0);
+        }
+    }
     let epsilon_spent = j["clients"].as_array().ok_or_else(|| bad("clients"))?.iter().filter_map(|c| num(&c["epsilon_total"])).fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
     Ok(RunMetrics {
         test_accuracy: num(&fin["test_accuracy"]).ok_or_else(|| bad("final.test_accuracy"))?,
@@ -102,6 +116,7 @@ fn read_metrics(path: &Path) -> Result<RunMetrics> {
         train_loss: num(&fin["train_loss"]).unwrap_or(f64::NAN),
         rounds: fin["round"].as_u64().ok_or_else(|| bad("final.round"))? as usize,
         attacks,
+        privacy_effects,
         epsilon_spent: epsilon_spent.filter(|&e| e > 0.0),
         curve: j["rounds"].as_array().ok_or_else(|| bad("rounds"))?.iter().map(|r| num(&r["test_accuracy"]).unwrap_or(f64::NAN)).collect(),
         train_seconds: num(&j["timings"]["train_seconds"]).unwrap_or(f64::NAN),

@@ -271,12 +271,7 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
         if cells.iter().any(|c| c.id == id) {
             return Err(err(&format!("cell `{id}`"), "appears twice: two axis values have the same name; give one a `name:`".into()));
         }
-        let mut params: Vec<Option<String>> = vec![
-            Some(scenario.dataset.name.clone()),
-            Some(combo_label(&axes, &combo, "model").unwrap_or_else(|| yaml_name(&scenario.model.arch))),
-            Some(scenario.attacks.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join("+")),
-            Some(scenario.defenses.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join("+")),
-        ];
+        let mut params = base_params(&scenario, combo_label(&axes, &combo, "model"));
         params.resize(columns.len(), None);
         for (k, v) in combo.iter().flat_map(|c| &c.swept) {
             let i = columns.iter().position(|c| c == k).expect("collected above");
@@ -285,6 +280,53 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
         cells.push(Cell { id, params, scenario });
     }
     Ok(Matrix { name, description: m.description, file: PathBuf::from(file), columns, cells, seeds })
+}
+
+/// The four leading columns of a cell: dataset, model (its label, else the
+/// architecture), attacks and defenses (names joined by `+`).
+fn base_params(scenario: &Scenario, model: Option<String>) -> Vec<Option<String>> {
+    vec![
+        Some(scenario.dataset.name.clone()),
+        Some(model.unwrap_or_else(|| yaml_name(&scenario.model.arch))),
+        Some(scenario.attacks.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join("+")),
+        Some(scenario.defenses.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join("+")),
+    ]
+}
+
+/// A cell built by code rather than from a matrix file (`fgl-sim reproduce`).
+#[derive(Debug, Clone)]
+pub struct BuiltCell {
+    pub id: String,
+    /// `(column, value)` parameters beside the four leading ones.
+    pub columns: Vec<(String, String)>,
+    pub scenario: Scenario,
+}
+
+impl Matrix {
+    /// A matrix from cells built elsewhere; `source` names it in the report and in errors.
+    pub fn from_cells(name: &str, description: &str, source: &str, cells: Vec<BuiltCell>, seeds: Vec<u64>) -> Result<Matrix> {
+        let mut columns: Vec<String> = ["dataset", "model", "attack", "defense"].map(String::from).to_vec();
+        for (k, _) in cells.iter().flat_map(|c| &c.columns) {
+            if !columns.contains(k) {
+                columns.push(k.clone());
+            }
+        }
+        let mut out: Vec<Cell> = Vec::with_capacity(cells.len());
+        for BuiltCell { id, columns: extra, scenario } in cells {
+            let id = path_safe(&id);
+            if out.iter().any(|c| c.id == id) {
+                return Err(Error::Matrix { file: source.to_string(), field: format!("cell `{id}`"), msg: "appears twice".into() });
+            }
+            let mut params = base_params(&scenario, None);
+            params.resize(columns.len(), None);
+            for (k, v) in extra {
+                let i = columns.iter().position(|c| *c == k).expect("collected above");
+                params[i] = Some(v);
+            }
+            out.push(Cell { id, params, scenario });
+        }
+        Ok(Matrix { name: name.to_string(), description: description.to_string(), file: PathBuf::from(source), columns, cells: out, seeds })
+    }
 }
 
 fn combo_label(axes: &[(String, Vec<Choice>)], combo: &[&Choice], axis: &str) -> Option<String> {

@@ -12,7 +12,8 @@ use std::time::Instant;
 
 use super::{Cells, PaperValue, Report};
 use crate::error::{Error, Result};
-use crate::run::{self, RunOptions};
+use crate::matrix::report::{AttackScores, RunMetrics};
+use crate::run::RunOptions;
 use crate::scenario::Scenario;
 
 /// How far our mean may be from the paper's (beyond both 95 % half-widths) and still
@@ -121,25 +122,15 @@ struct RunScores {
     test_accuracy: f64,
 }
 
-fn run_once(base: &str, overrides: &[String], opts: &RunOptions) -> Result<RunScores> {
-    let scenario = Scenario::parse(base, "reproduce", overrides)?;
-    let prepared = run::prepare(&scenario, opts.data_dir.as_deref())?;
-    let fed = run::train(&scenario, &prepared, opts)?;
-    let scored = run::score_attacks(&prepared, &fed);
-    let attacks = scored
-        .iter()
-        .filter_map(|a| a.mean.map(|m| (a.attack.clone(), m.cos_sim, m.js_nats)))
-        .collect();
-    let vs_trained = scored
-        .iter()
-        .filter_map(|a| a.mean_vs_trained_labels.map(|m| (a.attack.clone(), m.cos_sim, m.js_nats)))
-        .collect();
-    let test_accuracy = fed.rounds.last().map_or(f64::NAN, |r| r.test_accuracy);
-    Ok(RunScores {
-        attacks,
-        vs_trained,
-        test_accuracy,
-    })
+impl RunScores {
+    fn of(r: &RunMetrics) -> RunScores {
+        let pairs = |f: &dyn Fn(&AttackScores) -> Option<(f64, f64)>| r.attacks.iter().filter_map(|a| f(a).map(|(c, j)| (a.attack.clone(), c, j))).collect();
+        RunScores {
+            attacks: pairs(&|a| a.cos_sim.zip(a.js_div)),
+            vs_trained: pairs(&|a| a.vs_trained_cos_sim.zip(a.vs_trained_js_div)),
+            test_accuracy: r.test_accuracy,
+        }
+    }
 }
 
 /// Run the EC-LDA reproduction and write `reproduce.md` / `reproduce.csv`; returns the
@@ -158,9 +149,8 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
         ));
     }
     let (dir, results_dir) = super::claim(out, &format!("reproduce-ec-lda-{}", opts.dataset), force)?;
-    let common = |seed: usize| -> Vec<String> {
+    let common = || -> Vec<String> {
         vec![
-            format!("seed={seed}"),
             format!("dataset.name={}", opts.dataset),
             format!("model.hidden=[{width}, 64]"),
             format!("train.lr={lr}"),
@@ -179,16 +169,16 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
         // Every run of the part in reporting order: run concurrently, recorded in order.
         let mut jobs: Vec<(&str, &str, Vec<String>, Record)> = Vec::new();
         for (model, base) in MODELS {
-            for seed in 0..opts.seeds {
+            {
                 match part {
                     EcLdaPart::Table => {
-                        let mut o = common(seed);
+                        let mut o = common();
                         o.push("attacks=[ec-lda, infiltrator, ilrg, llg-star, uniform]".into());
                         jobs.push((model, base, o, Record::Table));
                     }
                     EcLdaPart::Epochs => {
                         for e in [1, 3, 5] {
-                            let mut o = common(seed);
+                            let mut o = common();
                             o.push(format!("train.epochs={e}"));
                             o.push("attacks=[ec-lda]".into());
                             jobs.push((model, base, o, Record::Epochs(e)));
@@ -212,7 +202,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                             ));
                         }
                         for (defense, e, extra) in runs {
-                            let mut o = common(seed);
+                            let mut o = common();
                             o.extend(extra);
                             o.push("attacks=[ec-lda]".into());
                             jobs.push((model, base, o, Record::Defense(defense, e)));
@@ -220,7 +210,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                     }
                     EcLdaPart::Clip => {
                         for c in ["0.001", "0.01", "0.1", "1", "10", "null"] {
-                            let mut o = common(seed);
+                            let mut o = common();
                             // Unscaled, the round is the passive one: the baselines read it too.
                             let others = if c == "null" { ", ilrg, llg-star" } else { "" };
                             o.push(format!("attacks=[{{kind: ec-lda, clip_norm: {c}}}{others}]"));
@@ -236,10 +226,31 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
             "gat" => 2,
             _ => 1,
         };
-        let results = super::run_concurrently(&jobs, opts.run.threads, cost, |(_, base, o, _), threads| {
-            run_once(base, o, &RunOptions { threads: Some(threads), ..quiet.clone() })
-        })?;
-        for ((model, _, _, record), r) in jobs.iter().zip(results) {
+        // Each job is a cell of the part's matrix, run over seeds 0..seeds.
+        let part_name = match part {
+            EcLdaPart::Table => "table",
+            EcLdaPart::Epochs => "epochs",
+            EcLdaPart::Clip => "clip",
+            EcLdaPart::Defense => "defense",
+        }
+        .to_string();
+        let part_cells = jobs
+            .iter()
+            .map(|(model, base, o, record)| {
+                let (id, mut columns) = match record {
+                    Record::Table => (format!("model={model}"), vec![]),
+                    Record::Epochs(e) => (format!("model={model},epochs={e}"), vec![("local_epochs".to_string(), e.to_string())]),
+                    Record::Defense(d, e) => {
+                        (format!("model={model},defense={d},eps={}", super::eps(*e)), vec![("eps".to_string(), super::eps(*e))])
+                    }
+                    Record::Clip(c) => (format!("model={model},clip={c}"), vec![("clip".to_string(), c.to_string())]),
+                };
+                columns.insert(0, ("part".to_string(), part_name.clone()));
+                Ok(crate::matrix::BuiltCell { id, columns, scenario: Scenario::parse(base, "reproduce", o)? })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let results = super::run_cells(&dir.join(&part_name), &format!("reproduce-ec-lda-{}-{part_name}", opts.dataset), part_cells, opts.seeds, &quiet, &|c| cost(&jobs[c]))?;
+        for ((model, _, _, record), r) in jobs.iter().zip(results).flat_map(|(job, runs)| runs.into_iter().map(move |r| (job, RunScores::of(&r)))) {
             match *record {
                 Record::Table => {
                     for (attack, cos, js) in &r.attacks {

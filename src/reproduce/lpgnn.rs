@@ -197,13 +197,6 @@ fn cell_overrides(dataset: &str, paper: &str, cell: &CellSpec) -> Result<(Vec<St
     Ok((overrides, s))
 }
 
-/// Test accuracy (%) of one run: the last round's global model (the selected epoch's
-/// model when centralized).
-fn run_once(overrides: &[String], opts: &RunOptions) -> Result<f64> {
-    let fed = super::train_cell(SCENARIO, "reproduce lpgnn", overrides, opts)?;
-    Ok(super::test_accuracy(&fed))
-}
-
 /// What the published code gives today on Cora (measured 2026-11-22 on a 2-core CPU
 /// with `bench/lpgnn_run.py`, a one-file PyG port of sisaman/LPGNN; 10 runs on the one
 /// split of seed 0, as `main.py` repeats on one split), printed beside our table so
@@ -241,14 +234,15 @@ pub fn lpgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Pat
     for &s in &opts.settings {
         let t = Instant::now();
         let specs = chosen.iter().map(|cell| cell_overrides(&opts.dataset, paper, cell)).collect::<Result<Vec<_>>>()?;
-        let bases: Vec<Vec<String>> = specs.iter().map(|(base, _)| base.clone()).collect();
-        let results = super::seed_runs(&bases, opts.runs, s, epochs, &quiet, run_once)?;
-        for ((cell, (_, setting)), accs) in chosen.iter().zip(&specs).zip(results) {
+        let bases: Vec<(String, Vec<String>)> = chosen.iter().zip(&specs).map(|(cell, (base, _))| (cell.label.to_string(), base.clone())).collect();
+        let results = super::seed_runs(&dir, (SCENARIO, "reproduce lpgnn"), &bases, opts.runs, s, epochs, &quiet)?;
+        for ((cell, (_, setting)), runs) in chosen.iter().zip(&specs).zip(results) {
             // REPRODUCTION.md gives Cora's centralized values only.
             let value =
                 cell.cora.filter(|_| paper == "cora" && s == Setting::Centralized).map(|(mean, ci95)| PaperValue { mean, ci95 });
-            for acc in accs {
-                cells.push(s.name(), "sage", setting, "test_accuracy", acc, value);
+            for r in runs {
+                // The last round's global model (the selected epoch's when centralized).
+                cells.push(s.name(), "sage", setting, "test_accuracy", 100.0 * r.test_accuracy, value);
             }
         }
         timings.push((s.name().to_string(), t.elapsed().as_secs_f64()));

@@ -22,35 +22,69 @@ use rand::Rng as _;
 pub use ec_lda::{EcLdaOptions, EcLdaPart, MODELS};
 
 use crate::error::{Error, Result};
-pub(crate) use crate::matrix::run_concurrently;
+use crate::matrix::report::RunMetrics;
+use crate::matrix::store::RunState;
+use crate::matrix::{BuiltCell, Matrix, MatrixOptions};
 use crate::run::RunOptions;
+use crate::scenario::Scenario;
 use crate::results::{self, ResultsDir};
 use crate::rng;
 
-/// Every cell's runs over seeds 0..`runs` in `setting` (the cell's overrides, `seed=…`,
-/// then the setting's for `epochs`), several at once ([`run_concurrently`]); per cell,
-/// the results in seed order.
-pub(crate) fn seed_runs<T: Send>(
-    cells: &[Vec<String>],
+/// A reproduction's runs, through the matrix machinery (`fgl-sim matrix`): every cell
+/// (an id, its columns beside the four leading ones, its scenario) over seeds
+/// 0..`runs`, several at once (one per `opts.threads`, default one per core), each run
+/// into `dir/cells/<id>/seed=<s>/` with the matrix report (`cells.csv`, `report.md`,
+/// `report.html`, figures) beside it. Runs start in decreasing `cost(cell)`. Per cell,
+/// the runs' metrics in seed order; the first failed run (in run order) fails the
+/// reproduction with its error.
+pub(crate) fn run_cells(
+    dir: &Path,
+    name: &str,
+    cells: Vec<BuiltCell>,
+    runs: usize,
+    opts: &RunOptions,
+    cost: &(dyn Fn(usize) -> u32 + Sync),
+) -> Result<Vec<Vec<RunMetrics>>> {
+    let m = Matrix::from_cells(name, "", name, cells, (0..runs as u64).collect())?;
+    let mopts = MatrixOptions { data_dir: opts.data_dir.clone(), out: None, jobs: opts.threads, quiet: opts.quiet };
+    let o = crate::matrix::execute(&m, dir, &mopts, cost)?;
+    let mut rows = o.rows.into_iter();
+    (0..m.cells.len())
+        .map(|_| {
+            rows.by_ref()
+                .take(runs)
+                .map(|r| match (r.metrics, r.state) {
+                    (Some(metrics), _) => Ok(metrics),
+                    (None, RunState::Failed(e)) => Err(Error::Other(e)),
+                    (None, _) => Err(Error::Other(format!("{name}: a run left no results"))),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Every cell's runs (`base`, a scenario's text named `name` in errors, with the
+/// cell's overrides, then the setting's for `epochs`) over seeds 0..`runs`, through
+/// [`run_cells`] into `dir/<setting>/`; per cell, the runs' metrics in seed order.
+pub(crate) fn seed_runs(
+    dir: &Path,
+    (base, name): (&str, &str),
+    cells: &[(String, Vec<String>)],
     runs: usize,
     setting: Setting,
     epochs: usize,
     opts: &RunOptions,
-    run: impl Fn(&[String], &RunOptions) -> Result<T> + Sync,
-) -> Result<Vec<Vec<T>>> {
-    let jobs: Vec<Vec<String>> = cells
+) -> Result<Vec<Vec<RunMetrics>>> {
+    let cells = cells
         .iter()
-        .flat_map(|base| {
-            (0..runs).map(move |seed| {
-                let mut o = base.clone();
-                o.push(format!("seed={seed}"));
-                o.extend(setting.overrides(epochs));
-                o
-            })
+        .map(|(label, overrides)| {
+            let mut o = overrides.clone();
+            o.extend(setting.overrides(epochs));
+            let columns = vec![("cell".to_string(), label.clone()), ("setting".to_string(), setting.name().to_string())];
+            Ok(BuiltCell { id: format!("cell={label}"), columns, scenario: Scenario::parse(base, name, &o)? })
         })
-        .collect();
-    let mut results = run_concurrently(&jobs, opts.threads, |_| 0, |o, threads| run(o, &RunOptions { threads: Some(threads), ..opts.clone() }))?.into_iter();
-    Ok(cells.iter().map(|_| results.by_ref().take(runs).collect()).collect())
+        .collect::<Result<Vec<_>>>()?;
+    run_cells(&dir.join(setting.name()), name, cells, runs, opts, &|_| 0)
 }
 
 /// Where a table's cells run: the paper's setting or ours over clients.

@@ -113,11 +113,6 @@ fn cell_overrides(dataset: &str, method: Method, eps_y: f64) -> (Vec<String>, St
     (o, setting(&pairs))
 }
 
-fn run_once(overrides: &[String], opts: &RunOptions) -> Result<f64> {
-    let fed = super::train_cell(SCENARIO, "reproduce rgnn", overrides, opts)?;
-    Ok(super::test_accuracy(&fed))
-}
-
 /// Run the RGNN reproduction and write `reproduce.md` / `reproduce.csv`; returns the
 /// results directory.
 pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<PathBuf> {
@@ -130,7 +125,7 @@ pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Path
         if let Some(probe) = chosen.iter().find(|c| c.1 == method) {
             let (mut o, _) = cell_overrides(&opts.dataset, probe.1, probe.2);
             o.push("train.epochs=1".into());
-            run_once(&o, &RunOptions { quiet: true, ..opts.run.clone() })?;
+            super::train_cell(SCENARIO, "reproduce rgnn", &o, &RunOptions { quiet: true, ..opts.run.clone() })?;
         }
     }
     let (dir, results_dir) = super::claim(out, &format!("reproduce-rgnn-{}", opts.dataset), force)?;
@@ -143,12 +138,12 @@ pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Path
     for &s in &opts.settings {
         let t = Instant::now();
         let specs: Vec<_> = chosen.iter().map(|(_, method, eps_y)| cell_overrides(&opts.dataset, *method, *eps_y)).collect();
-        let bases: Vec<Vec<String>> = specs.iter().map(|(base, _)| base.clone()).collect();
-        let results = super::seed_runs(&bases, opts.runs, s, epochs, &quiet, run_once)?;
-        for (((_, method, eps_y), (_, setting)), accs) in chosen.iter().zip(&specs).zip(results) {
+        let bases: Vec<(String, Vec<String>)> = chosen.iter().zip(&specs).map(|((label, ..), (base, _))| (label.clone(), base.clone())).collect();
+        let results = super::seed_runs(&dir, (SCENARIO, "reproduce rgnn"), &bases, opts.runs, s, epochs, &quiet)?;
+        for (((_, method, eps_y), (_, setting)), runs) in chosen.iter().zip(&specs).zip(results) {
             let value = cora_value(*method, *eps_y).filter(|_| is_cora && s == Setting::Centralized);
-            for acc in accs {
-                cells.push(s.name(), "sage", setting, "test_accuracy", acc, value);
+            for r in runs {
+                cells.push(s.name(), "sage", setting, "test_accuracy", 100.0 * r.test_accuracy, value);
             }
         }
         timings.push((s.name().to_string(), t.elapsed().as_secs_f64()));

@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::matrix::report::RunMetrics;
 use super::{Cells, PaperValue, Report, Setting, TableOptions, eps, setting};
 use crate::error::Result;
 use crate::run::RunOptions;
@@ -54,27 +55,14 @@ fn cell_overrides(dataset: &str, method: &str, eps_a: f64) -> (Vec<String>, Stri
     (vec![format!("dataset.name={dataset}"), defenses], s)
 }
 
-/// Test accuracy (%) and, for Solitude, (noisy edges, of them fake, removed, of them fake).
-fn run_once(overrides: &[String], opts: &RunOptions) -> Result<(f64, Option<[f64; 4]>)> {
-    let fed = super::train_cell(SCENARIO, "reproduce solitude", overrides, opts)?;
-    let acc = super::test_accuracy(&fed);
-    let mut counts = [0.0; 4];
-    let mut any = false;
-    for client in &fed.privacy {
-        for cost in client {
-            let get = |k: &str| cost.effects.get(k).copied();
-            if let (Some(n), Some(f)) = (get("noisy_edges"), get("noisy_edges_fake")) {
-                counts[0] += n;
-                counts[1] += f;
-            }
-            if let (Some(r), Some(f)) = (get("calibration_removed"), get("calibration_removed_fake")) {
-                counts[2] += r;
-                counts[3] += f;
-                any = true;
-            }
-        }
-    }
-    Ok((acc, any.then_some(counts)))
+/// Test accuracy (%) and, for Solitude, (noisy edges, of them fake, removed, of them
+/// fake), summed over the clients.
+fn scores(r: &RunMetrics) -> (f64, Option<[f64; 4]>) {
+    let get = |k: &str| r.privacy_effects.get(k).copied().unwrap_or(0.0);
+    let counts = r.privacy_effects.contains_key("calibration_removed").then(|| {
+        ["noisy_edges", "noisy_edges_fake", "calibration_removed", "calibration_removed_fake"].map(get)
+    });
+    (100.0 * r.test_accuracy, counts)
 }
 
 /// Run the Solitude reproduction and write `reproduce.md` / `reproduce.csv`; returns the
@@ -87,7 +75,7 @@ pub fn solitude(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<
     // claiming the results directory: the first chosen cell at 1 epoch.
     let (mut probe, _) = cell_overrides(&opts.dataset, chosen[0].1, chosen[0].2);
     probe.push("train.epochs=1".into());
-    run_once(&probe, &RunOptions { quiet: true, ..opts.run.clone() })?;
+    super::train_cell(SCENARIO, "reproduce solitude", &probe, &RunOptions { quiet: true, ..opts.run.clone() })?;
     let (dir, results_dir) = super::claim(out, &format!("reproduce-solitude-{}", opts.dataset), force)?;
 
     let epochs = opts.epochs.unwrap_or(500);
@@ -99,12 +87,12 @@ pub fn solitude(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<
     for &s in &opts.settings {
         let t = Instant::now();
         let specs: Vec<_> = chosen.iter().map(|(_, method, eps_a)| cell_overrides(&opts.dataset, method, *eps_a)).collect();
-        let bases: Vec<Vec<String>> = specs.iter().map(|(base, _)| base.clone()).collect();
-        let results = super::seed_runs(&bases, opts.runs, s, epochs, &quiet, run_once)?;
+        let bases: Vec<(String, Vec<String>)> = chosen.iter().zip(&specs).map(|((label, ..), (base, _))| (label.clone(), base.clone())).collect();
+        let results = super::seed_runs(&dir, (SCENARIO, "reproduce solitude"), &bases, opts.runs, s, epochs, &quiet)?;
         for (((_, method, eps_a), (_, setting)), runs) in chosen.iter().zip(&specs).zip(results) {
             let value = cora_value(method, *eps_a).filter(|_| is_cora && s == Setting::Centralized);
             let mut sums = [0.0; 4];
-            for (acc, counts) in runs {
+            for (acc, counts) in runs.iter().map(scores) {
                 cells.push(s.name(), "sage", setting, "test_accuracy", acc, value);
                 if let Some(c) = counts {
                     sums.iter_mut().zip(c).for_each(|(a, b)| *a += b);
