@@ -250,6 +250,17 @@ fn a_killed_matrix_resumes_and_ends_as_an_uninterrupted_one() {
     // A third run has nothing to do.
     let o = matrix_cmd(&f, &whole, &[]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("0 run(s) in"), "{}", String::from_utf8_lossy(&o.stdout));
+    // The file changed (fewer rounds): its finished runs are another experiment's, so the
+    // matrix refuses to mix them in, and keeps them.
+    std::fs::write(&f, std::fs::read_to_string(&f).unwrap().replace("federation.rounds: 12", "federation.rounds: 11")).unwrap();
+    let before = csv_without_timings(&whole);
+    for extra in [&[][..], &["--collect"][..]] {
+        let o = matrix_cmd(&f, &whole, extra);
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("18 finished run(s) were produced by a different scenario") && err.contains("another --out"), "{err}");
+    }
+    assert_eq!(csv_without_timings(&whole), before, "nothing written");
 }
 
 /// report.md without its provenance line (which says how the report was produced).

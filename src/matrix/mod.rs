@@ -125,8 +125,9 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
     if out.exists() && !out.is_dir() {
         return Err(Error::output(&out, "exists and is not a directory"));
     }
+    store::check_not_stale(m, &out)?;
     std::fs::create_dir_all(&out).map_err(|e| Error::output(&out, format!("cannot create: {e}")))?;
-    store::sweep_stale(&out);
+    store::remove_leftovers(&out);
     let all = m.runs();
     let todo: Vec<(usize, u64)> = all.iter().copied().filter(|&(c, s)| store::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished).collect();
     let skipped = all.len() - todo.len();
@@ -206,6 +207,7 @@ pub fn collect(m: &Matrix, opts: &MatrixOptions) -> Result<(PathBuf, Vec<report:
     if !out.join("cells").is_dir() {
         return Err(Error::output(&out, "holds no `cells/` directory: nothing to collect (run the matrix, or its emitted jobs, first)"));
     }
+    store::check_not_stale(m, &out)?;
     let rows = report::collect(m, &out)?;
     report::write(m, &out, &rows, &report::Provenance::default())?;
     Ok((out, rows))

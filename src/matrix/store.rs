@@ -59,7 +59,7 @@ pub fn put(dir: &Path, files: &[(&str, &str)]) -> Result<()> {
 
 /// Remove the hidden run directories that killed processes left behind (those of live
 /// processes, another `fgl-sim matrix` on the same directory, are kept).
-pub fn sweep_stale(out: &Path) {
+pub fn remove_leftovers(out: &Path) {
     let Ok(cells) = fs::read_dir(out.join("cells")) else { return };
     for cell in cells.flatten() {
         let Ok(entries) = fs::read_dir(cell.path()) else { continue };
@@ -72,5 +72,34 @@ pub fn sweep_stale(out: &Path) {
                 let _ = fs::remove_dir_all(e.path());
             }
         }
+    }
+}
+
+/// The finished runs under `out` whose recorded scenario is not the one the matrix now
+/// gives their cell and seed (the matrix file changed, or `out` belongs to another
+/// matrix): reusing them would report numbers of a different experiment.
+pub fn check_not_stale(m: &super::Matrix, out: &Path) -> Result<()> {
+    let mut stale: Vec<PathBuf> = Vec::new();
+    for (c, seed) in m.runs() {
+        let dir = run_dir(out, &m.cells[c].id, seed);
+        if state(&dir) != RunState::Finished {
+            continue;
+        }
+        let recorded = fs::read_to_string(dir.join("scenario.resolved.yaml")).unwrap_or_default();
+        if recorded != m.cells[c].scenario_for(seed).to_yaml() {
+            stale.push(dir);
+        }
+    }
+    match stale.first() {
+        None => Ok(()),
+        Some(first) => Err(Error::output(
+            out,
+            format!(
+                "{} finished run(s) were produced by a different scenario than the matrix now gives their cell (first: {}); \
+                 choose another --out, or delete those run directories to run them again",
+                stale.len(),
+                first.display()
+            ),
+        )),
     }
 }

@@ -46,6 +46,11 @@ pub(crate) fn run_cells(
     cost: &(dyn Fn(usize) -> u32 + Sync),
 ) -> Result<Vec<Vec<RunMetrics>>> {
     let m = Matrix::from_cells(name, "", name, cells, (0..runs as u64).collect())?;
+    // The reproduction claimed its directory (empty, or `--force`): earlier runs there
+    // are replaced, not resumed.
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(|e| Error::output(dir, format!("cannot replace: {e}")))?;
+    }
     let mopts = MatrixOptions { data_dir: opts.data_dir.clone(), out: None, jobs: opts.threads, quiet: opts.quiet };
     let o = crate::matrix::execute(&m, dir, &mopts, cost)?;
     let mut rows = o.rows.into_iter();
