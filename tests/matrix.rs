@@ -82,6 +82,11 @@ fn axes_expand_in_a_fixed_order_with_names_from_their_values() {
     let yaml = m.cells[5].scenario.to_yaml();
     assert!(yaml.contains("epsilon_x: 4.0") && yaml.contains("epsilon_y: 4.0"), "{yaml}");
     assert_eq!((m.cells[5].scenario.train.epochs, m.cells[3].scenario.train.epochs), (1, 2), "`with` only in its own cells");
+    // A real dataset beside a synthetic base drops the generator's parameters.
+    let m = load(&format!("{BASE}datasets: [synthetic, cora]\n")).unwrap();
+    assert_eq!(m.cells.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), ["dataset=synthetic", "dataset=cora"]);
+    assert_eq!(m.cells[0].scenario.synthetic().nodes, 300);
+    assert_eq!((m.cells[1].scenario.dataset.name.as_str(), m.cells[1].scenario.dataset.synthetic.is_none()), ("cora", true));
     // No axes: one cell, the base.
     let m = load(BASE).unwrap();
     assert_eq!((m.cells.len(), m.cells[0].id.as_str(), m.seeds.as_slice()), (1, "base", &[0u64][..]));

@@ -187,7 +187,14 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
         non_empty("datasets", list.len())?;
         let choices = list
             .iter()
-            .map(|d| Choice { label: d.clone(), swept: vec![], sets: vec![("dataset.name".into(), Value::String(d.clone()))] })
+            .map(|d| {
+                let mut sets = vec![("dataset.name".into(), Value::String(d.clone()))];
+                // The generator's parameters of a synthetic base apply to it alone.
+                if d != "synthetic" {
+                    sets.push(("dataset.synthetic".into(), Value::Null));
+                }
+                Choice { label: d.clone(), swept: vec![], sets }
+            })
             .collect();
         axes.push(("dataset".into(), choices));
     }
