@@ -561,3 +561,34 @@ fn markdown(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn student_t_interval_of_the_mean() {
+        // s = 1, n = 3: t(0.975, 2) = 4.302653 → 4.302653 / √3.
+        let (m, h) = mean_ci95(&[1.0, 2.0, 3.0]);
+        assert_eq!(m, 2.0);
+        assert!((h.unwrap() - 2.484138).abs() < 1e-6, "{h:?}");
+        // n = 10 of 0/1 alternating: s = 0.527, t(0.975, 9) = 2.262157.
+        let v: Vec<f64> = (0..10).map(|i| (i % 2) as f64).collect();
+        let (m, h) = mean_ci95(&v);
+        assert_eq!(m, 0.5);
+        assert!((h.unwrap() - 2.262157 * (10.0f64 / 36.0).sqrt() / 10f64.sqrt()).abs() < 1e-6, "{h:?}");
+        assert_eq!(mean_ci95(&[0.7]), (0.7, None));
+        assert_eq!(Stat::of(&[f64::NAN, 0.5]).map(|s| (s.mean, s.n)), Some((0.5, 1)));
+        assert!(Stat::of(&[]).is_none());
+        assert_eq!(Stat::of(&[0.5, 0.5]).unwrap().show(100.0, 1), "50.0 ± 0.0");
+    }
+
+    #[test]
+    fn csv_numbers_round_trip() {
+        assert_eq!(csv_num(Some(0.1 + 0.2)), "0.30000000000000004");
+        assert_eq!(csv_num(Some(f64::INFINITY)), "inf");
+        assert_eq!(csv_num(Some(f64::NAN)), "");
+        assert_eq!(csv_num(None), "");
+        assert_eq!(slug("dataset=cora, model=gcn"), "dataset_cora__model_gcn");
+    }
+}
