@@ -268,6 +268,21 @@ fn a_killed_matrix_resumes_and_ends_as_an_uninterrupted_one() {
     assert_eq!(csv_without_timings(&whole), before, "nothing written");
 }
 
+#[test]
+fn a_diverged_training_is_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(tmp.path(), "m.yaml", &format!("{BASE}sweep: {{train.lr: [0.2, 1.0e30]}}\n"));
+    let out = tmp.path().join("out");
+    let o = matrix_cmd(&f, &out, &[]);
+    assert!(o.status.success(), "a diverged run is a finished run: {}", String::from_utf8_lossy(&o.stderr));
+    let csv = csv_without_timings(&out);
+    assert!(csv[0].contains(",status,diverged,"), "{}", csv[0]);
+    assert!(csv[1].contains("train.lr=0.2") && csv[1].contains(",finished,false,"), "{}", csv[1]);
+    assert!(csv[2].contains("train.lr=1e30") && csv[2].contains(",finished,true,"), "{}", csv[2]);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Diverged runs") && md.contains("- train.lr=1e30 seed 0") && !md.contains("- train.lr=0.2 seed"), "{md}");
+}
+
 /// report.md without its provenance line (which says how the report was produced).
 fn report_md_body(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("report.md")).unwrap().lines().filter(|l| !l.starts_with("From `")).collect::<Vec<_>>().join("\n")

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::figures::Figure;
-use super::report::{group_tables, provenance_line, CellStats, Group, Provenance, Row, Table};
+use super::report::{diverged_runs, group_tables, provenance_line, CellStats, Group, Provenance, Row, Table};
 use super::spec::Matrix;
 use super::store::RunState;
 
@@ -85,6 +85,14 @@ pub fn page(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
             writeln!(s, "<tr><td><code>{}</code></td><td>{}</td><td style=\"text-align:left\">{}</td></tr>", escape(&m.cells[r.cell].id), r.seed, escape(e)).expect("string");
         }
         s.push_str("</table>\n");
+    }
+    let diverged = diverged_runs(m, rows);
+    if !diverged.is_empty() {
+        s.push_str("<h2>Diverged runs</h2>\n<p>Finished, but the final train or test loss is not finite: the numbers of these cells are those of a blown-up training, not of the defense.</p>\n<ul>\n");
+        for d in diverged {
+            writeln!(s, "<li><code>{}</code></li>", escape(&d)).expect("string");
+        }
+        s.push_str("</ul>\n");
     }
     s.push_str("</body>\n</html>\n");
     s

@@ -53,6 +53,11 @@ pub struct AttackScores {
 }
 
 impl RunMetrics {
+    /// The training blew up: the final train or test loss is not finite.
+    pub fn diverged(&self) -> bool {
+        !self.train_loss.is_finite() || !self.test_loss.is_finite()
+    }
+
     pub fn attack(&self, name: &str) -> Option<&AttackScores> {
         self.attacks.iter().find(|a| a.attack == name)
     }
@@ -126,9 +131,10 @@ fn read_metrics(path: &Path) -> Result<RunMetrics> {
 
 /// The columns of `cells.csv` after the parameter columns and `seed`; the last two are
 /// timings (which differ between runs of the same cell).
-pub const METRIC_COLUMNS: [&str; 14] = [
+pub const METRIC_COLUMNS: [&str; 15] = [
     "scored_attack",
     "status",
+    "diverged",
     "test_accuracy",
     "test_loss",
     "train_loss",
@@ -184,6 +190,7 @@ pub fn cells_csv(m: &Matrix, rows: &[Row]) -> String {
             rec.push(attack.unwrap_or_default().to_string());
             rec.push(status(&r.state).into());
             let x = r.metrics.as_ref();
+            rec.push(x.map_or(String::new(), |x| x.diverged().to_string()));
             let a = x.zip(attack).and_then(|(x, a)| x.attack(a));
             rec.push(csv_num(x.map(|x| x.test_accuracy)));
             rec.push(csv_num(x.map(|x| x.test_loss)));
@@ -487,6 +494,11 @@ fn report_json(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], 
     })
 }
 
+/// `cell seed s` of every finished run whose training diverged.
+pub fn diverged_runs(m: &Matrix, rows: &[Row]) -> Vec<String> {
+    rows.iter().filter(|r| r.metrics.as_ref().is_some_and(RunMetrics::diverged)).map(|r| format!("{} seed {}", m.cells[r.cell].id, r.seed)).collect()
+}
+
 /// Counts of (finished, failed, missing) runs.
 pub fn counts(rows: &[Row]) -> (usize, usize, usize) {
     let n = |s: &str| rows.iter().filter(|r| status(&r.state) == s).count();
@@ -549,6 +561,14 @@ fn markdown(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
         for r in failed {
             let RunState::Failed(e) = &r.state else { unreachable!() };
             writeln!(s, "| {} | {} | {} |", m.cells[r.cell].id, r.seed, e.replace('|', "\\|").replace('\n', " ")).expect("string");
+        }
+        s.push('\n');
+    }
+    let diverged = diverged_runs(m, rows);
+    if !diverged.is_empty() {
+        s.push_str("## Diverged runs\n\nFinished, but the final train or test loss is not finite: the numbers of these cells are those of a blown-up training (its accuracy, and attacks reading NaN updates), not of the defense.\n\n");
+        for d in &diverged {
+            writeln!(s, "- {d}").expect("string");
         }
         s.push('\n');
     }
