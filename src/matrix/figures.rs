@@ -217,7 +217,8 @@ fn privacy_utility(m: &Matrix, g: &Group, stats: &[CellStats]) -> Option<Figure>
         }
     };
     let mut acc: Vec<Series> = Vec::new();
-    let mut score: Vec<Series> = Vec::new();
+    // Per attack, its score series by defense.
+    let mut score: Vec<(String, Vec<Series>)> = Vec::new();
     let push = |list: &mut Vec<Series>, key: String, x: Option<usize>, v: f64| match list.iter_mut().find(|(k, _)| *k == key) {
         Some((_, pts)) => pts.push((x, v)),
         None => list.push((key, vec![(x, v)])),
@@ -229,22 +230,42 @@ fn privacy_utility(m: &Matrix, g: &Group, stats: &[CellStats]) -> Option<Figure>
     }
     for (attack, slot) in &slots {
         if let Some(s) = stats[slot.cell].slot(slot).and_then(|a| a.cos_sim) {
-            push(&mut score, format!("{attack} vs {}", series_key(slot.cell)), x_of(slot.cell).map(|(_, x)| pos(x)), s.mean);
+            let i = score.iter().position(|(a, _)| a == attack).unwrap_or_else(|| {
+                score.push((attack.to_string(), Vec::new()));
+                score.len() - 1
+            });
+            push(&mut score[i].1, series_key(slot.cell), x_of(slot.cell).map(|(_, x)| pos(x)), s.mean);
         }
     }
+    // One colour (and marker) per defense, the same in every panel.
+    let defenses: Vec<String> = acc.iter().map(|(k, _)| k.clone()).chain(score.iter().flat_map(|(_, ss)| ss.iter().map(|(k, _)| k.clone()))).fold(Vec::new(), |mut v, k| {
+        if !v.contains(&k) {
+            v.push(k);
+        }
+        v
+    });
+    let styled = |series: &[Series]| -> Vec<(Curve, Option<f64>, usize)> {
+        to_curves(series).into_iter().map(|(c, r)| {
+            let i = defenses.iter().position(|d| *d == c.label).expect("collected");
+            (c, r, i)
+        }).collect()
+    };
     let ticks: Vec<String> = xs.iter().map(|&x| if x.is_infinite() { "∞".into() } else { format!("{x}") }).collect();
-    let xdesc = format!("ε (defense parameter: {})", fields.join(" / "));
+    let xdesc = format!("ε ({})", fields.join(" / "));
     let title = format!("Privacy–utility — {}", g.title);
-    let panels = if score.is_empty() { 1 } else { 2 };
+    // Small multiples: test accuracy (with the legend), then the score of each attack.
+    let panels = 1 + score.len();
+    let cols = panels.min(3);
+    let rows = panels.div_ceil(cols);
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (560 * panels as u32, 440)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (440 * cols as u32, 40 + 360 * rows as u32)).into_drawing_area();
         root.fill(&WHITE).expect("svg");
         let root = root.titled(&title, (FONT, 16)).expect("svg");
-        let areas = root.split_evenly((1, panels));
-        curves_panel(&areas[0], "test accuracy (%)", 100.0, &ticks, &xdesc, &to_curves(&acc));
-        if panels == 2 {
-            curves_panel(&areas[1], "attack score (cos-sim)", 1.0, &ticks, &xdesc, &to_curves(&score));
+        let areas = root.split_evenly((rows, cols));
+        curves_panel(&areas[0], "test accuracy (all attacks' runs)", "test accuracy (%)", 100.0, &ticks, &xdesc, &styled(&acc), true);
+        for ((attack, series), area) in score.iter().zip(&areas[1..]) {
+            curves_panel(area, &format!("attack score: {attack}"), "cos-sim", 1.0, &ticks, &xdesc, &styled(series), false);
         }
         root.present().expect("svg");
     }
@@ -270,13 +291,26 @@ fn to_curves(series: &[Series]) -> Vec<(Curve, Option<f64>)> {
         .collect()
 }
 
-fn curves_panel(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, ylabel: &str, scale: f64, ticks: &[String], xdesc: &str, curves: &[(Curve, Option<f64>)]) {
+/// One panel of curves over the ε positions `ticks`; curve `i`'s colour is the
+/// palette's `i`-th, with triangles instead of dots past the palette's end.
+#[allow(clippy::too_many_arguments)]
+fn curves_panel(
+    area: &DrawingArea<SVGBackend, plotters::coord::Shift>,
+    caption: &str,
+    ylabel: &str,
+    scale: f64,
+    ticks: &[String],
+    xdesc: &str,
+    curves: &[(Curve, Option<f64>, usize)],
+    legend: bool,
+) {
     let n = ticks.len() as i32;
     let ymax = if scale > 1.0 { 100.0 } else { 1.0 };
     let mut chart = ChartBuilder::on(area)
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(55)
+        .caption(caption, (FONT, 13))
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
         .build_cartesian_2d((0..n - 1).into_segmented(), 0.0..ymax)
         .expect("svg");
     let t = ticks.to_vec();
@@ -288,32 +322,38 @@ fn curves_panel(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, ylabel: 
         .x_labels(n as usize)
         .x_label_formatter(&xl)
         .y_label_formatter(&|y| if scale > 1.0 { format!("{y:.0}") } else { format!("{y:.1}") })
-        .label_style((FONT, 12))
+        .label_style((FONT, 11))
         .light_line_style(RGBColor(238, 238, 238))
         .draw()
         .expect("svg");
-    for (i, (curve, reference)) in curves.iter().enumerate() {
+    for (curve, reference, i) in curves {
         let colour = PALETTE[i % PALETTE.len()];
         let style = ShapeStyle::from(&colour).stroke_width(2);
+        let triangles = *i >= PALETTE.len();
         if !curve.points.is_empty() {
             let pts: Vec<(SegmentValue<i32>, f64)> = curve.points.iter().map(|(x, s)| (SegmentValue::CenterOf(*x as i32), s.mean * scale)).collect();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), style).point_size(3))
-                .expect("svg")
-                .label(curve.label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            let line = chart.draw_series(LineSeries::new(pts.clone(), style)).expect("svg");
+            line.label(curve.label.clone()).legend(move |(x, y)| {
+                let mark: DynElement<SVGBackend, (i32, i32)> =
+                    if triangles { TriangleMarker::new((x + 9, y), 4, style.filled()).into_dyn() } else { Circle::new((x + 9, y), 3, style.filled()).into_dyn() };
+                EmptyElement::at((0, 0)) + PathElement::new(vec![(x, y), (x + 18, y)], style) + mark
+            });
+            if triangles {
+                chart.draw_series(pts.iter().map(|p| TriangleMarker::new(p.clone(), 5, style.filled()))).expect("svg");
+            } else {
+                chart.draw_series(pts.iter().map(|p| Circle::new(p.clone(), 3, style.filled()))).expect("svg");
+            }
         }
         if let Some(r) = reference {
             let y = r * scale;
             let line = [(SegmentValue::Exact(0), y), (SegmentValue::Last, y)];
-            chart
-                .draw_series(DashedLineSeries::new(line, 6, 4, style))
-                .expect("svg")
-                .label(format!("{} (no ε)", curve.label))
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
+            let drawn = chart.draw_series(DashedLineSeries::new(line, 6, 4, style)).expect("svg");
+            drawn.label(format!("{} (no ε)", curve.label)).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 6, y)], style));
         }
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(RGBColor(180, 180, 180)).label_font((FONT, 11)).position(SeriesLabelPosition::LowerLeft).draw().expect("svg");
+    if legend {
+        chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(RGBColor(180, 180, 180)).label_font((FONT, 10)).position(SeriesLabelPosition::LowerRight).draw().expect("svg");
+    }
 }
 
 /// Test accuracy per round, one line per seed.
