@@ -216,7 +216,7 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
         let at = format!("sweep.{path}");
         let Value::Sequence(values) = values else { return Err(err(&at, "must be a list of values".into())) };
         non_empty(&at, values.len())?;
-        if path.split('.').next().is_some_and(|s| matches!(s, "seed" | "attacks" | "defenses")) {
+        if axis_owned(path) {
             return Err(err(&at, "set seeds with `seeds:`, attacks and defenses with their axes".into()));
         }
         let choices = values
@@ -403,7 +403,7 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
             Some(Value::Mapping(paths)) => {
                 for (k, v) in paths {
                     let k = k.as_str().ok_or_else(|| err("with", "keys are scenario paths like `train.lr`".into()))?.to_string();
-                    if k.split('.').next().is_some_and(|s| matches!(s, "seed" | "attacks" | "defenses")) {
+                    if axis_owned(&k) {
                         return Err(err(&format!("with.{k}"), "set seeds with `seeds:`, attacks and defenses with their axes".into()));
                     }
                     with_sets.push((k, v));
@@ -475,6 +475,11 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
         }
     }
     Ok(out)
+}
+
+/// Scenario paths only their own axes set (`seeds:`, `attacks:`, `defenses:`).
+fn axis_owned(path: &str) -> bool {
+    path.split('.').next().is_some_and(|s| matches!(s, "seed" | "attacks" | "defenses"))
 }
 
 /// `set`/`sweep` keys are single fields of the preset: the typed check of every cell
