@@ -55,6 +55,19 @@ pub fn parallel_clients(backend: Backend) -> bool {
     matches!(backend, Backend::Cpu | Backend::Ndarray)
 }
 
+/// The cores this process may use (1 where unknown).
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Peak resident memory of this process in MiB (Linux `VmHWM`), if available.
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
+
 /// Run `f` on a rayon pool of `threads` workers (`None`: the global pool, one worker
 /// per core). Results never depend on the count; only speed does.
 pub fn with_threads<T: Send>(threads: Option<usize>, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {

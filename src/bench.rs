@@ -7,7 +7,7 @@ use std::time::Instant;
 use crate::data::registry;
 use crate::data::synthetic::SyntheticConfig;
 use crate::error::Result;
-use crate::backend::Backend;
+use crate::backend::{peak_rss_mib, Backend};
 use crate::fed::FedAvg;
 use crate::model::Arch;
 use crate::partition::{self, Method, PartitionConfig};
@@ -30,14 +30,6 @@ pub fn median_ms<T>(reps: usize, mut f: impl FnMut() -> Result<T>) -> Result<f64
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     Ok(median(times))
-}
-
-/// Peak resident memory of this process in MiB (Linux `VmHWM`), if available.
-pub fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
 }
 
 /// Loading and partitioning figures for Facebook, Cora and the synthetic default.

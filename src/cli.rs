@@ -496,14 +496,14 @@ fn matrix_cmd(m: &crate::matrix::Matrix, opts: &crate::matrix::MatrixOptions, dr
     use crate::matrix::{self, report};
     let out = opts.out_dir(m);
     if dry_run {
-        let plan = matrix::plan(m, opts);
+        let plan = matrix::plan(m, opts)?;
         println!("matrix `{}`: {} cells × {} seed(s) = {} runs; results in {}", m.name, m.cells.len(), m.seeds.len(), m.runs().len(), out.display());
         println!("{:>10}  {:>5}  cell", "est. time", "to do");
         let fmt = |t: Option<f64>| t.map_or("?".to_string(), |t| if t < 120.0 { format!("{t:.0} s") } else { format!("{:.1} min", t / 60.0) });
-        for (id, _, todo, t) in &plan.lines {
+        for (id, todo, t) in &plan.lines {
             println!("{:>10}  {:>5}  {id}", fmt(*t), todo);
         }
-        let jobs = opts.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let jobs = opts.jobs.unwrap_or_else(crate::backend::available_cores);
         println!(
             "estimated wall time with {jobs} run(s) at once: {} (rough: {} finished run(s) measured, the rest from a cost model; `?`: dataset not loadable here)",
             fmt(plan.total_seconds),
@@ -523,7 +523,7 @@ fn matrix_cmd(m: &crate::matrix::Matrix, opts: &crate::matrix::MatrixOptions, dr
         return Ok(());
     }
     let o = matrix::run(m, opts)?;
-    let peak = matrix::peak_memory_mib().map_or(String::new(), |mb| format!(", peak memory {mb:.0} MiB"));
+    let peak = crate::backend::peak_rss_mib().map_or(String::new(), |mb| format!(", peak memory {mb:.0} MiB"));
     println!(
         "{} run(s) in {:.1} s ({} already finished){peak}; report written to {}/report.html",
         o.ran,

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::figures::Figure;
-use super::report::{diverged_runs, group_tables, provenance_line, CellStats, Group, Provenance, Row, Table};
+use super::report::{diverged_runs, group_tables, provenance_line, CellStats, Group, Provenance, Row, Table, DIVERGED_NOTE, FAILED_NOTE};
 use super::spec::Matrix;
 use super::store::RunState;
 
@@ -79,7 +79,7 @@ pub fn page(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
     s.push_str("</table>\n");
     let failed: Vec<&Row> = rows.iter().filter(|r| matches!(r.state, RunState::Failed(_))).collect();
     if !failed.is_empty() {
-        s.push_str("<h2>Failed runs</h2>\n<p>A rerun of the matrix tries them again.</p>\n<table class=\"failed-runs\">\n<tr><th>cell</th><th>seed</th><th>error</th></tr>\n");
+        writeln!(s, "<h2>Failed runs</h2>\n<p>{FAILED_NOTE}</p>\n<table class=\"failed-runs\">\n<tr><th>cell</th><th>seed</th><th>error</th></tr>").expect("string");
         for r in failed {
             let RunState::Failed(e) = &r.state else { unreachable!("filtered") };
             writeln!(s, "<tr><td><code>{}</code></td><td>{}</td><td style=\"text-align:left\">{}</td></tr>", escape(&m.cells[r.cell].id), r.seed, escape(e)).expect("string");
@@ -88,7 +88,7 @@ pub fn page(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
     }
     let diverged = diverged_runs(m, rows);
     if !diverged.is_empty() {
-        s.push_str("<h2>Diverged runs</h2>\n<p>Finished, but the final train or test loss is not finite: the numbers of these cells are those of a blown-up training, not of the defense.</p>\n<ul>\n");
+        writeln!(s, "<h2>Diverged runs</h2>\n<p>{}</p>\n<ul>", escape(DIVERGED_NOTE)).expect("string");
         for d in diverged {
             writeln!(s, "<li><code>{}</code></li>", escape(&d)).expect("string");
         }

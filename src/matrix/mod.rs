@@ -23,6 +23,7 @@ use std::time::Instant;
 pub use spec::{BuiltCell, Cell, Matrix};
 use store::RunState;
 
+use crate::backend;
 use crate::error::{Error, Result};
 use crate::fed::Progress;
 use crate::run::{self, RunOptions};
@@ -43,7 +44,7 @@ pub(crate) fn run_concurrently<J: Sync, T: Send>(
     run: impl Fn(&J, usize) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let threads = threads.unwrap_or_else(available_cores).max(1);
+    let threads = threads.unwrap_or_else(backend::available_cores).max(1);
     let workers = threads.min(jobs.len()).max(1);
     let per_job = (threads / workers).max(1);
     let mut order: Vec<usize> = (0..jobs.len()).collect();
@@ -75,10 +76,6 @@ pub(crate) fn run_concurrently<J: Sync, T: Send>(
     }
     // No failure, so every job ran.
     Ok(results.into_iter().map(|r| r.and_then(Result::ok).expect("a result")).collect())
-}
-
-fn available_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// Options of `fgl-sim matrix` beside the file.
@@ -131,7 +128,7 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
     let all = m.runs();
     let todo: Vec<(usize, u64)> = all.iter().copied().filter(|&(c, s)| store::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished).collect();
     let skipped = all.len() - todo.len();
-    let jobs = opts.jobs.unwrap_or_else(available_cores).max(1);
+    let jobs = opts.jobs.unwrap_or_else(backend::available_cores).max(1);
     let show = !opts.quiet && std::io::stderr().is_terminal();
     let multi = indicatif::MultiProgress::with_draw_target(if show { indicatif::ProgressDrawTarget::stderr() } else { indicatif::ProgressDrawTarget::hidden() });
     let bar = multi.add(indicatif::ProgressBar::new(todo.len() as u64));
@@ -141,8 +138,7 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
     }
     let t = Instant::now();
     // `jobs` workers, each with its share of the cores.
-    let threads = jobs * (available_cores() / jobs).max(1);
-    let failed = std::sync::atomic::AtomicUsize::new(0);
+    let threads = jobs * (backend::available_cores() / jobs).max(1);
     run_concurrently(&todo, Some(threads), |&(c, _)| cost(c), |&(c, seed), threads| {
         let cell = &m.cells[c];
         let line = multi.add(indicatif::ProgressBar::new_spinner());
@@ -151,10 +147,7 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
         line.set_message(name.clone());
         let hook_line = line.clone();
         let hook: Arc<dyn Fn(usize, usize) + Send + Sync> = Arc::new(move |r, n| hook_line.set_message(format!("{name}: round {r}/{n}")));
-        let ok = run_one(m, c, seed, &out, opts, threads, Progress::Hook(hook))?;
-        if !ok {
-            failed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
+        run_one(m, c, seed, &out, opts, threads, Progress::Hook(hook))?;
         line.finish_and_clear();
         multi.remove(&line);
         bar.inc(1);
@@ -163,15 +156,16 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
     bar.finish_and_clear();
     let wall_seconds = t.elapsed().as_secs_f64();
     let rows = report::collect(m, &out)?;
-    let prov = report::Provenance { wall_seconds: Some(wall_seconds), ran: todo.len(), skipped, jobs: Some(jobs), peak_memory_mib: peak_memory_mib() };
+    let prov = report::Provenance { wall_seconds: Some(wall_seconds), ran: todo.len(), skipped, jobs: Some(jobs), peak_memory_mib: backend::peak_rss_mib() };
     report::write(m, &out, &rows, &prov)?;
-    let failed = failed.into_inner();
+    // Failed runs are retried, so every failure on disk now is one of this invocation's.
+    let (_, failed, _) = report::counts(&rows);
     Ok(Outcome { out, ran: todo.len(), skipped, failed, wall_seconds, rows })
 }
 
-/// Run one (cell, seed) and write its directory; `Ok(false)` when the run failed (its
-/// error recorded), `Err` only when its directory cannot be written.
-fn run_one(m: &Matrix, c: usize, seed: u64, out: &Path, opts: &MatrixOptions, threads: usize, progress: Progress) -> Result<bool> {
+/// Run one (cell, seed) and write its directory: its results, or its error when it
+/// failed; `Err` only when the directory cannot be written.
+fn run_one(m: &Matrix, c: usize, seed: u64, out: &Path, opts: &MatrixOptions, threads: usize, progress: Progress) -> Result<()> {
     let cell = &m.cells[c];
     let scenario = cell.scenario_for(seed);
     let stem = format!("{},seed={seed}", cell.id);
@@ -179,25 +173,14 @@ fn run_one(m: &Matrix, c: usize, seed: u64, out: &Path, opts: &MatrixOptions, th
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run::execute(&scenario, &stem, &ropts)));
     let dir = store::run_dir(out, &cell.id, seed);
     let error = match result {
-        Ok(Ok(files)) => {
-            store::put(&dir, &files.iter())?;
-            return Ok(true);
-        }
+        Ok(Ok(files)) => return store::put(&dir, &files.iter()),
         Ok(Err(e)) => e.to_string(),
         Err(panic) => {
             let msg = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
             format!("the run panicked: {msg}")
         }
     };
-    store::put(&dir, &[("scenario.resolved.yaml", &scenario.to_yaml()), ("error.txt", &format!("{error}\n"))])?;
-    Ok(false)
-}
-
-/// Peak resident memory of this process (VmHWM), MiB; `None` where /proc is absent.
-pub fn peak_memory_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: f64 = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
-    Some(kb / 1024.0)
+    store::put(&dir, &[("scenario.resolved.yaml", &scenario.to_yaml()), ("error.txt", &format!("{error}\n"))])
 }
 
 /// Build the report from the run directories under the output directory, wherever they
@@ -213,9 +196,9 @@ pub fn collect(m: &Matrix, opts: &MatrixOptions) -> Result<(PathBuf, Vec<report:
     Ok((out, rows))
 }
 
-/// One line per cell for `--dry-run`: its id, runs, runs to do, and their estimated seconds.
+/// One line per cell for `--dry-run`: its id, runs to do, and their estimated seconds.
 pub struct Plan {
-    pub lines: Vec<(String, usize, usize, Option<f64>)>,
+    pub lines: Vec<(String, usize, Option<f64>)>,
     /// Estimated wall time with `jobs` at once (sum / jobs; rough).
     pub total_seconds: Option<f64>,
     pub measured: usize,
@@ -223,33 +206,25 @@ pub struct Plan {
 
 /// The cells, the runs each still needs, and an estimate of their time: from the
 /// finished runs of the same cell where there are any, else from [`estimates`].
-pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Plan {
-    let out = opts.out_dir(m);
+pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
+    let rows = report::collect(m, &opts.out_dir(m))?;
     let modelled = estimates(m, opts);
     let mut lines = Vec::new();
     let mut measured = 0;
-    for (cell, model) in m.cells.iter().zip(modelled) {
-        let dirs: Vec<PathBuf> = m.seeds.iter().map(|&s| store::run_dir(&out, &cell.id, s)).collect();
-        let done: Vec<f64> = dirs
-            .iter()
-            .filter(|d| store::state(d) == RunState::Finished)
-            .filter_map(|d| {
-                let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("metrics.json")).ok()?).ok()?;
-                j["timings"]["total_ms"].as_f64().map(|ms| ms / 1e3)
-            })
-            .collect();
-        let todo = dirs.len() - done.len();
+    for (c, (cell, model)) in m.cells.iter().zip(modelled).enumerate() {
+        let done: Vec<f64> = rows.iter().filter(|r| r.cell == c).filter_map(|r| Some(r.metrics.as_ref()?.total_seconds)).collect();
+        let todo = m.seeds.len() - done.len();
         let per_run = if done.is_empty() {
             model
         } else {
             measured += done.len();
             Some(done.iter().sum::<f64>() / done.len() as f64)
         };
-        lines.push((cell.id.clone(), dirs.len(), todo, per_run.map(|t| t * todo as f64)));
+        lines.push((cell.id.clone(), todo, per_run.map(|t| t * todo as f64)));
     }
-    let jobs = opts.jobs.unwrap_or_else(available_cores).max(1) as f64;
-    let total_seconds = lines.iter().map(|l| l.3).sum::<Option<f64>>().map(|t| t / jobs);
-    Plan { lines, total_seconds, measured }
+    let jobs = opts.jobs.unwrap_or_else(backend::available_cores).max(1) as f64;
+    let total_seconds = lines.iter().map(|l| l.2).sum::<Option<f64>>().map(|t| t / jobs);
+    Ok(Plan { lines, total_seconds, measured })
 }
 
 /// Per cell, the modelled seconds of one run on one core ([`cost_model`] on the cell's

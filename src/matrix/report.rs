@@ -114,7 +114,7 @@ fn read_metrics(path: &Path) -> Result<RunMetrics> {
             *privacy_effects.entry(k.clone()).or_insert(0.0) += v.as_f64().unwrap_or(0.0);
         }
     }
-    let epsilon_spent = j["clients"].as_array().ok_or_else(|| bad("clients"))?.iter().filter_map(|c| num(&c["epsilon_total"])).fold(None, |m: Option<f64>, e| Some(m.map_or(e, |m| m.max(e))));
+    let epsilon_spent = j["clients"].as_array().ok_or_else(|| bad("clients"))?.iter().filter_map(|c| num(&c["epsilon_total"])).reduce(f64::max);
     Ok(RunMetrics {
         test_accuracy: num(&fin["test_accuracy"]).ok_or_else(|| bad("final.test_accuracy"))?,
         test_loss: num(&fin["test_loss"]).unwrap_or(f64::NAN),
@@ -494,6 +494,11 @@ fn report_json(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], 
     })
 }
 
+/// What the report says about failed and diverged runs (Markdown and HTML alike).
+pub const FAILED_NOTE: &str = "A rerun of the matrix tries them again.";
+pub const DIVERGED_NOTE: &str = "Finished, but the final train or test loss is not finite: the numbers of these cells are those of a blown-up \
+     training (its accuracy, and attacks reading NaN updates), not of the defense.";
+
 /// `cell seed s` of every finished run whose training diverged.
 pub fn diverged_runs(m: &Matrix, rows: &[Row]) -> Vec<String> {
     rows.iter().filter(|r| r.metrics.as_ref().is_some_and(RunMetrics::diverged)).map(|r| format!("{} seed {}", m.cells[r.cell].id, r.seed)).collect()
@@ -557,7 +562,7 @@ fn markdown(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
     }
     let failed: Vec<&Row> = rows.iter().filter(|r| matches!(r.state, RunState::Failed(_))).collect();
     if !failed.is_empty() {
-        s.push_str("## Failed runs\n\nA rerun of the matrix tries them again.\n\n| cell | seed | error |\n|---|---:|---|\n");
+        s.push_str(&format!("## Failed runs\n\n{FAILED_NOTE}\n\n| cell | seed | error |\n|---|---:|---|\n"));
         for r in failed {
             let RunState::Failed(e) = &r.state else { unreachable!() };
             writeln!(s, "| {} | {} | {} |", m.cells[r.cell].id, r.seed, e.replace('|', "\\|").replace('\n', " ")).expect("string");
@@ -566,7 +571,7 @@ fn markdown(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
     }
     let diverged = diverged_runs(m, rows);
     if !diverged.is_empty() {
-        s.push_str("## Diverged runs\n\nFinished, but the final train or test loss is not finite: the numbers of these cells are those of a blown-up training (its accuracy, and attacks reading NaN updates), not of the defense.\n\n");
+        s.push_str(&format!("## Diverged runs\n\n{DIVERGED_NOTE}\n\n"));
         for d in &diverged {
             writeln!(s, "- {d}").expect("string");
         }

@@ -169,53 +169,51 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
         // Every run of the part in reporting order: run concurrently, recorded in order.
         let mut jobs: Vec<(&str, &str, Vec<String>, Record)> = Vec::new();
         for (model, base) in MODELS {
-            {
-                match part {
-                    EcLdaPart::Table => {
+            match part {
+                EcLdaPart::Table => {
+                    let mut o = common();
+                    o.push("attacks=[ec-lda, infiltrator, ilrg, llg-star, uniform]".into());
+                    jobs.push((model, base, o, Record::Table));
+                }
+                EcLdaPart::Epochs => {
+                    for e in [1, 3, 5] {
                         let mut o = common();
-                        o.push("attacks=[ec-lda, infiltrator, ilrg, llg-star, uniform]".into());
-                        jobs.push((model, base, o, Record::Table));
+                        o.push(format!("train.epochs={e}"));
+                        o.push("attacks=[ec-lda]".into());
+                        jobs.push((model, base, o, Record::Epochs(e)));
                     }
-                    EcLdaPart::Epochs => {
-                        for e in [1, 3, 5] {
-                            let mut o = common();
-                            o.push(format!("train.epochs={e}"));
-                            o.push("attacks=[ec-lda]".into());
-                            jobs.push((model, base, o, Record::Epochs(e)));
-                        }
+                }
+                EcLdaPart::Defense if model == "gat" => {}
+                EcLdaPart::Defense => {
+                    let mut runs: Vec<(&str, f64, Vec<String>)> = vec![("none", f64::INFINITY, vec![])];
+                    for e in DEFENSE_EPSILONS {
+                        runs.push(("label-dp", e, vec![format!("defenses=[{{kind: label-dp, epsilon: {e}}}]")]));
+                        // The published DP setting: D = 5, per-node clip 0.1, lr 0.5, one
+                        // local epoch; σ found per client for ε over all its steps.
+                        runs.push((
+                            "dp-gnn",
+                            e,
+                            vec![
+                                format!("defenses=[{{kind: dp-gnn, target_epsilon: {e}, max_degree: 5, clip: 0.1, batch_size: {DP_BATCH}, small_clients: full-batch}}]"),
+                                "train.lr=0.5".into(),
+                                "train.epochs=1".into(),
+                            ],
+                        ));
                     }
-                    EcLdaPart::Defense if model == "gat" => {}
-                    EcLdaPart::Defense => {
-                        let mut runs: Vec<(&str, f64, Vec<String>)> = vec![("none", f64::INFINITY, vec![])];
-                        for e in DEFENSE_EPSILONS {
-                            runs.push(("label-dp", e, vec![format!("defenses=[{{kind: label-dp, epsilon: {e}}}]")]));
-                            // The published DP setting: D = 5, per-node clip 0.1, lr 0.5, one
-                            // local epoch; σ found per client for ε over all its steps.
-                            runs.push((
-                                "dp-gnn",
-                                e,
-                                vec![
-                                    format!("defenses=[{{kind: dp-gnn, target_epsilon: {e}, max_degree: 5, clip: 0.1, batch_size: {DP_BATCH}, small_clients: full-batch}}]"),
-                                    "train.lr=0.5".into(),
-                                    "train.epochs=1".into(),
-                                ],
-                            ));
-                        }
-                        for (defense, e, extra) in runs {
-                            let mut o = common();
-                            o.extend(extra);
-                            o.push("attacks=[ec-lda]".into());
-                            jobs.push((model, base, o, Record::Defense(defense, e)));
-                        }
+                    for (defense, e, extra) in runs {
+                        let mut o = common();
+                        o.extend(extra);
+                        o.push("attacks=[ec-lda]".into());
+                        jobs.push((model, base, o, Record::Defense(defense, e)));
                     }
-                    EcLdaPart::Clip => {
-                        for c in ["0.001", "0.01", "0.1", "1", "10", "null"] {
-                            let mut o = common();
-                            // Unscaled, the round is the passive one: the baselines read it too.
-                            let others = if c == "null" { ", ilrg, llg-star" } else { "" };
-                            o.push(format!("attacks=[{{kind: ec-lda, clip_norm: {c}}}{others}]"));
-                            jobs.push((model, base, o, Record::Clip(c)));
-                        }
+                }
+                EcLdaPart::Clip => {
+                    for c in ["0.001", "0.01", "0.1", "1", "10", "null"] {
+                        let mut o = common();
+                        // Unscaled, the round is the passive one: the baselines read it too.
+                        let others = if c == "null" { ", ilrg, llg-star" } else { "" };
+                        o.push(format!("attacks=[{{kind: ec-lda, clip_norm: {c}}}{others}]"));
+                        jobs.push((model, base, o, Record::Clip(c)));
                     }
                 }
             }
@@ -227,13 +225,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
             _ => 1,
         };
         // Each job is a cell of the part's matrix, run over seeds 0..seeds.
-        let part_name = match part {
-            EcLdaPart::Table => "table",
-            EcLdaPart::Epochs => "epochs",
-            EcLdaPart::Clip => "clip",
-            EcLdaPart::Defense => "defense",
-        }
-        .to_string();
+        let part_name = clap::ValueEnum::to_possible_value(part).expect("no part is skipped").get_name().to_string();
         let part_cells = jobs
             .iter()
             .map(|(model, base, o, record)| {

@@ -166,11 +166,6 @@ pub fn train_cell(base: &str, name: &str, overrides: &[String], opts: &crate::ru
     crate::run::train(&scenario, &prepared, opts)
 }
 
-/// Test accuracy (%) of the last round's global model.
-pub fn test_accuracy(fed: &crate::fed::FedResult) -> f64 {
-    100.0 * fed.rounds.last().map_or(f64::NAN, |r| r.test_accuracy)
-}
-
 /// REPRODUCTION.md's "within": |ours − paper| ≤ max(paper ±, 2 points).
 pub fn within_accuracy(mean: f64, _ci: f64, p: &PaperValue) -> bool {
     (mean - p.mean).abs() <= p.ci95.unwrap_or(0.0).max(2.0)
