@@ -245,17 +245,22 @@ fn reproduce_ec_lda_writes_the_shared_csv_contract() {
     let mut lines = csv.lines();
     assert_eq!(lines.next(), Some(fgl_sim::reproduce::CSV_HEADER));
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    // 3 models × (5 attacks × {cos_sim, js_div} + EC-LDA's test accuracy).
-    assert_eq!(rows.len(), 3 * 11, "{csv}");
+    // 3 models × (EC-LDA's federation: EC-LDA {cos_sim, js_div} + test accuracy; the
+    // baselines' ordinary one: 5 attacks × {cos_sim, js_div} + test accuracy).
+    assert_eq!(rows.len(), 3 * 14, "{csv}");
     for r in &rows {
-        assert_eq!(r.len(), 12, "{r:?}");
+        assert_eq!(r.len(), 13, "{r:?}");
         assert_eq!((r[0], r[1], r[2], r[6]), ("ec-lda", "2", "synthetic", "2"));
-        assert!(r[4].starts_with("attack=") && r[4].ends_with(";local_epochs=5;clip=0.01"), "{r:?}");
+        let compressed = r[4].starts_with("attack=ec-lda;");
+        assert!(r[4].ends_with(if compressed { ";local_epochs=5;clip=0.01" } else { ";local_epochs=5;clip=none" }), "{r:?}");
         assert!(["cos_sim", "js_div", "test_accuracy"].contains(&r[5]));
         let (mean, ci): (f64, f64) = (r[7].parse().unwrap(), r[8].parse().unwrap());
         assert!(mean.is_finite() && ci >= 0.0);
-        // No paper value for this dataset: paper and within stay empty.
-        assert_eq!((r[9], r[10], r[11]), ("", "", ""));
+        // No paper value for this dataset: paper, within and note stay empty.
+        assert_eq!((r[9], r[10], r[11], r[12]), ("", "", "", ""));
+    }
+    for attack in ["lda", "infiltrator", "ilrg", "llg-star", "uniform"] {
+        assert!(rows.iter().any(|r| r[4] == format!("attack={attack};local_epochs=5;clip=none")), "{attack}");
     }
     let ec = rows.iter().find(|r| r[3] == "gcn" && r[4].starts_with("attack=ec-lda") && r[5] == "cos_sim").unwrap();
     assert!(ec[7].parse::<f64>().unwrap() > 0.95, "{ec:?}");
@@ -288,8 +293,9 @@ fn reproduce_ec_lda_defense_part_scores_the_attack_against_both_defenses() {
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = std::fs::read_to_string(out.join("reproduce.csv")).unwrap();
     let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
-    // Per model: none (cos, js, accuracy) + 4 ε × (label-dp: 2 + 2 vs held labels + accuracy; dp-gnn: 2 + accuracy).
-    assert_eq!(rows.len(), 2 * (3 + 4 * 8), "{csv}");
+    // Per model: none (EC-LDA cos, js; uniform cos, js; accuracy) + 4 ε × (label-dp: the same 5 + 2 vs held labels;
+    // dp-gnn, both calibrations: 5 each).
+    assert_eq!(rows.len(), 2 * (5 + 4 * (7 + 2 * 5)), "{csv}");
     let value = |table: &str, setting: &str, metric: &str| -> f64 {
         let r = rows.iter().find(|r| r[1] == table && r[3] == "gcn" && r[4] == setting && r[5] == metric).unwrap_or_else(|| panic!("{table} {setting} {metric}"));
         r[7].parse().unwrap()
@@ -300,6 +306,13 @@ fn reproduce_ec_lda_defense_part_scores_the_attack_against_both_defenses() {
     assert!(held > truth && none > truth, "none {none}, label-dp ε=1 vs truth {truth}, vs held labels {held}");
     let dp = value("defense", "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01", "test_accuracy");
     assert!((0.0..=100.0).contains(&dp));
+    let code = value("defense", "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01;calibration=ec-lda-code", "test_accuracy");
+    assert!((0.0..=100.0).contains(&code));
+    let uniform = value("defense", "eps=1;attack=uniform;defense=label-dp;local_epochs=5;clip=0.01", "cos_sim");
+    assert!(uniform > 0.0 && uniform < none, "uniform {uniform}, no defense {none}");
+    // The checks section states the sanity laws with their numbers.
+    let md = std::fs::read_to_string(out.join("reproduce.md")).unwrap();
+    assert!(md.contains("## Checks") && md.contains("not below the uniform guess"), "{md}");
 }
 
 /// Feature and label LDP in one scenario: both transforms run, in the declared order,

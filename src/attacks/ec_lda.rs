@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AttackRounds;
 use super::gradient::GradientSource;
-use super::lda::{DummyGraph, Lda, LdaConfig};
+use super::lda::{DummyGraph, Lda, LdaConfig, Negatives};
 use crate::error::{Error, Result};
 use crate::fed::{
     AttackOutput, ClientUpdate, FederationConfig, ModelParams, RoundContext, ServerContext,
@@ -29,6 +29,7 @@ pub struct EcLdaConfig {
     pub clip_norm: Option<f64>,
     pub dummy: DummyGraph,
     pub gradient: GradientSource,
+    pub negatives: Negatives,
 }
 
 impl Default for EcLdaConfig {
@@ -38,6 +39,7 @@ impl Default for EcLdaConfig {
             clip_norm: Some(0.01),
             dummy: DummyGraph::default(),
             gradient: GradientSource::Recovered,
+            negatives: Negatives::default(),
         }
     }
 }
@@ -68,6 +70,7 @@ impl EcLdaConfig {
             rounds: self.rounds.clone(),
             dummy: self.dummy.clone(),
             gradient: self.gradient,
+            negatives: self.negatives,
         }
     }
 }

@@ -348,6 +348,57 @@ mod tests {
         assert_eq!(restore_counts(&gw, &gb, &w, &b, 40), vec![24, 2, 14]);
     }
 
+    /// Why iLRG scores the same for GCN, GAT and SAGE on EC-LDA's compressed round: the
+    /// model scaled to norm 0.01 outputs p ≈ 1/C for every node, so ∇b_c = 1/C − n_c/N_t
+    /// and every p̂_j ≈ 1/C whatever the head and the embeddings; the system then solves to
+    /// k_c = N·n_c/N_t — the data alone — and rounding decides the rest. Here two heads
+    /// and two sets of embeddings (near-uniform outputs, as scaled) give identical counts,
+    /// exact when N is the train count N_t and the rounded N·n_c/N_t when N counts every
+    /// node (`weighting: all`), which is what keeps the compressed cos-sim just below 1.
+    #[test]
+    fn on_a_compressed_round_the_counts_depend_on_the_labels_only() {
+        let (c, d) = (4usize, 5usize);
+        let labels: Vec<usize> = [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3].to_vec();
+        let n_train = labels.len();
+        let counts_of = |scale: f64, seed: u64, n: usize| {
+            // A head and node embeddings scaled down as EC-LDA scales the model.
+            let v = |i: usize| scale * (((i as u64 * 2654435761 + seed * 97) % 1000) as f64 / 500.0 - 0.5);
+            let w: Vec<f64> = (0..d * c).map(v).collect();
+            let b: Vec<f64> = (0..c).map(|i| v(100 + i)).collect();
+            let h: Vec<Vec<f64>> = (0..n_train).map(|k| (0..d).map(|j| v(1000 + k * d + j).abs()).collect()).collect();
+            let (mut gw, mut gb) = (vec![0f64; d * c], vec![0f64; c]);
+            for (k, &y) in labels.iter().enumerate() {
+                let z: Vec<f64> = (0..c).map(|i| b[i] + (0..d).map(|j| h[k][j] * w[j * c + i]).sum::<f64>()).collect();
+                let p = softmax(&z);
+                for i in 0..c {
+                    let e = (p[i] - if i == y { 1.0 } else { 0.0 }) / n_train as f64;
+                    gb[i] += e;
+                    for j in 0..d {
+                        gw[j * c + i] += e * h[k][j];
+                    }
+                }
+            }
+            restore_counts(&gw, &gb, &w, &b, n)
+        };
+        let truth = [7usize, 3, 2, 1];
+        // N = N_t: exact, for either model.
+        assert_eq!(counts_of(1e-3, 1, n_train), truth);
+        assert_eq!(counts_of(1e-3, 2, n_train), truth);
+        // N = 20 nodes in all: 20·n_c/13 = (10.77, 4.62, 3.08, 1.54) rounded to sum 20,
+        // the same for both models.
+        let all = counts_of(1e-3, 1, 20);
+        assert_eq!(all, counts_of(1e-3, 2, 20));
+        assert_eq!(all.iter().sum::<usize>(), 20);
+        for (k, n) in all.iter().zip(truth) {
+            assert!((*k as f64 - 20.0 * n as f64 / 13.0).abs() <= 1.0, "{all:?}");
+        }
+        let f = |v: &[usize]| v.iter().map(|&x| x as f64).collect::<Vec<f64>>();
+        let cos = crate::scoring::cosine_similarity(&crate::scoring::normalise(&f(&all)), &crate::scoring::normalise(&f(&truth)));
+        assert!(cos < 1.0 - 1e-6 && cos > 0.99, "{cos}");
+        // Unscaled, the same two models give different counts: the model matters again.
+        assert_ne!(counts_of(3.0, 1, 20), counts_of(3.0, 2, 20));
+    }
+
     #[test]
     fn least_squares_and_rounding() {
         // Overdetermined, consistent: x = (1, 2).

@@ -31,6 +31,9 @@ pub struct RunMetrics {
     /// What the defenses did to the data (`metrics.json`'s privacy `effects`, e.g. edges
     /// added and removed), summed over clients and defenses.
     pub privacy_effects: std::collections::BTreeMap<String, f64>,
+    /// The noise multiplier σ of each client's DP training (`metrics.json`'s privacy
+    /// `noise_multiplier`), in client order; empty without DP training.
+    pub noise_multipliers: Vec<f64>,
     /// Test accuracy after each round (the training curve).
     pub curve: Vec<f64>,
     pub train_seconds: f64,
@@ -114,6 +117,12 @@ fn read_metrics(path: &Path) -> Result<RunMetrics> {
             *privacy_effects.entry(k.clone()).or_insert(0.0) += v.as_f64().unwrap_or(0.0);
         }
     }
+    let noise_multipliers = j["clients"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["privacy"].as_array().into_iter().flatten().filter_map(|p| p["noise_multiplier"].as_f64()))
+        .collect();
     let epsilon_spent = j["clients"].as_array().ok_or_else(|| bad("clients"))?.iter().filter_map(|c| num(&c["epsilon_total"])).reduce(f64::max);
     Ok(RunMetrics {
         test_accuracy: num(&fin["test_accuracy"]).ok_or_else(|| bad("final.test_accuracy"))?,
@@ -122,6 +131,7 @@ fn read_metrics(path: &Path) -> Result<RunMetrics> {
         rounds: fin["round"].as_u64().ok_or_else(|| bad("final.round"))? as usize,
         attacks,
         privacy_effects,
+        noise_multipliers,
         epsilon_spent: epsilon_spent.filter(|&e| e > 0.0),
         curve: j["rounds"].as_array().ok_or_else(|| bad("rounds"))?.iter().map(|r| num(&r["test_accuracy"]).unwrap_or(f64::NAN)).collect(),
         train_seconds: num(&j["timings"]["train_seconds"]).unwrap_or(f64::NAN),

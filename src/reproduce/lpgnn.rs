@@ -262,7 +262,7 @@ pub fn lpgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Pat
         epochs.min(10),
     );
     let intro = if paper == "cora" { format!("{intro}\n{CORA_CODE_TODAY}") } else { intro };
-    Report { paper: "lpgnn", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, timings }.write(&results_dir)?;
+    Report { paper: "lpgnn", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, explain: &|c, _| super::too_few_runs(c, 10), timings }.write(&results_dir)?;
     Ok(dir)
 }
 

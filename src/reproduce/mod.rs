@@ -5,7 +5,10 @@
 //! - `setting`: the cell's parameters as `key=value` joined by `;`, keys in the order
 //!   of [`SETTING_KEYS`] and only those that apply (∞ written `inf`);
 //! - `metric`: `test_accuracy` (in %), `cos_sim` or `js_div`;
-//! - `paper_mean`, `paper_ci95`, `within`: empty where the paper gives no value.
+//! - `paper_mean`, `paper_ci95`, `within`: empty where the paper gives no value;
+//! - `note` (the last column): why a cell outside the paper's tolerance differs — a
+//!   documented deviation of the published code, too few runs, a protocol difference —
+//!   non-empty exactly for the cells whose `within` is `false`.
 //!
 //! One file per paper: [`ec_lda`], [`lpgnn`], [`rgnn`], [`solitude`].
 
@@ -172,11 +175,14 @@ pub fn within_accuracy(mean: f64, _ci: f64, p: &PaperValue) -> bool {
 }
 
 /// The columns of `reproduce.csv`, in order.
-pub const CSV_HEADER: &str = "paper,table,dataset,model,setting,metric,runs,ours_mean,ours_ci95,paper_mean,paper_ci95,within";
+pub const CSV_HEADER: &str = "paper,table,dataset,model,setting,metric,runs,ours_mean,ours_ci95,paper_mean,paper_ci95,within,note";
+
+/// The note of a cell outside the paper's tolerance whose cause no reproduction names.
+pub const UNEXPLAINED: &str = "outside the paper's tolerance; cause not established";
 
 /// The keys a `setting` may use, in the order they appear.
-pub const SETTING_KEYS: [&str; 13] =
-    ["features", "mechanism", "method", "eps_x", "eps_y", "eps_a", "eps", "kx", "ky", "attack", "defense", "local_epochs", "clip"];
+pub const SETTING_KEYS: [&str; 14] =
+    ["features", "mechanism", "method", "eps_x", "eps_y", "eps_a", "eps", "kx", "ky", "attack", "defense", "local_epochs", "clip", "calibration"];
 
 /// A cell's `setting` from `(key, value)` pairs in any order: sorted into
 /// [`SETTING_KEYS`] order; a key outside it is a programming error.
@@ -241,6 +247,9 @@ pub struct Report<'a> {
     pub intro: String,
     /// Whether our mean and half-width agree with the paper's value.
     pub within: &'a dyn Fn(f64, f64, &PaperValue) -> bool,
+    /// The known cause of a cell outside tolerance (`None`: [`UNEXPLAINED`]), asked only
+    /// for those cells; commas are replaced (the CSV is unquoted).
+    pub explain: &'a dyn Fn(&Cell, f64) -> Option<String>,
     /// (part, seconds) lines under the table.
     pub timings: Vec<(String, f64)>,
 }
@@ -251,16 +260,20 @@ impl Report<'_> {
         let mut csv = String::from(CSV_HEADER);
         csv.push('\n');
         let mut md = self.intro.clone();
-        md.push_str("\n| table | model | setting | metric | runs | ours | ± | paper | ± | within |\n|---|---|---|---|---:|---:|---:|---:|---:|---|\n");
+        md.push_str("\n| table | model | setting | metric | runs | ours | ± | paper | ± | within | note |\n|---|---|---|---|---:|---:|---:|---:|---:|---|---|\n");
         for c in &self.cells.0 {
             let (mean, ci) = mean_ci95(&c.values);
             let within = c.paper.map(|p| (self.within)(mean, ci, &p));
+            let note = match within {
+                Some(false) => (self.explain)(c, mean).unwrap_or_else(|| UNEXPLAINED.to_string()).replace(',', ";").replace('|', "/"),
+                _ => String::new(),
+            };
             let paper = c.paper.map_or(String::new(), |p| format!("{}", p.mean));
             let paper_ci = c.paper.and_then(|p| p.ci95).map_or(String::new(), |x| format!("{x}"));
             let within = within.map_or(String::new(), |w| w.to_string());
             writeln!(
                 csv,
-                "{},{},{},{},{},{},{},{mean:.6},{ci:.6},{paper},{paper_ci},{within}",
+                "{},{},{},{},{},{},{},{mean:.6},{ci:.6},{paper},{paper_ci},{within},{note}",
                 self.paper,
                 c.table,
                 self.dataset,
@@ -272,7 +285,7 @@ impl Report<'_> {
             .expect("string");
             writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {mean:.4} | {ci:.4} | {paper} | {paper_ci} | {within} |",
+                "| {} | {} | {} | {} | {} | {mean:.4} | {ci:.4} | {paper} | {paper_ci} | {within} | {note} |",
                 c.table,
                 c.model,
                 c.setting,
@@ -297,6 +310,11 @@ impl Report<'_> {
         dir.write("reproduce.md", md.as_bytes())?;
         Ok(())
     }
+}
+
+/// A note for a cell averaged over fewer runs than the paper's `paper_runs`.
+pub fn too_few_runs(c: &Cell, paper_runs: usize) -> Option<String> {
+    (c.values.len() < paper_runs).then(|| format!("only {} run(s) against the paper's {paper_runs}: rerun with more before reading a gap", c.values.len()))
 }
 
 /// The results directory: `out`, or `results/<stem>-<time>`; claimed (never
@@ -346,6 +364,24 @@ mod tests {
         assert_eq!(m, 0.5);
         assert!((0.25..=0.45).contains(&ci), "{ci}");
         assert_eq!(mean_ci95(&[0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0]).1, ci, "deterministic");
+    }
+
+    #[test]
+    fn the_note_column_is_filled_exactly_for_cells_outside_tolerance() {
+        let mut cells = Cells::default();
+        let paper = |mean| Some(PaperValue { mean, ci95: None });
+        cells.push("t", "gcn", "eps=1", "cos_sim", 0.50, paper(0.50)); // within
+        cells.push("t", "gcn", "eps=2", "cos_sim", 0.90, paper(0.50)); // outside, explained
+        cells.push("t", "gcn", "eps=4", "cos_sim", 0.10, paper(0.50)); // outside, unexplained
+        cells.push("t", "gcn", "eps=8", "cos_sim", 0.70, None); // no paper value
+        let within = |m: f64, _ci: f64, p: &PaperValue| (m - p.mean).abs() <= 0.05;
+        let explain = |c: &Cell, _m: f64| (c.setting == "eps=2").then(|| "a known, documented cause, here".to_string());
+        let report = Report { paper: "p", dataset: "d", cells: &cells, intro: String::new(), within: &within, explain: &explain, timings: vec![] };
+        let (csv, md) = report.render();
+        let notes: Vec<&str> = csv.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
+        assert_eq!(notes, ["", "a known; documented cause; here", UNEXPLAINED, ""]);
+        assert!(csv.lines().all(|l| l.split(',').count() == CSV_HEADER.split(',').count()), "{csv}");
+        assert!(md.contains("| false | a known; documented cause; here |"), "{md}");
     }
 
     #[test]

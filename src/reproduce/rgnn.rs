@@ -173,7 +173,7 @@ pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Path
         epochs.div_ceil(10),
         epochs.min(10),
     );
-    Report { paper: "rgnn", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, timings }.write(&results_dir)?;
+    Report { paper: "rgnn", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, explain: &|c, _| super::too_few_runs(c, 5), timings }.write(&results_dir)?;
     Ok(dir)
 }
 

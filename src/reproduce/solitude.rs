@@ -138,7 +138,7 @@ pub fn solitude(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<
             "\nWhat calibration did (mean per run over all clients; a directed graph counts arcs):\n\n| setting | ε_a | noisy edges | of them fake | removed by calibration | of them fake |\n|---|---:|---:|---:|---:|---:|\n{calibration}"
         ));
     }
-    Report { paper: "solitude", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, timings }.write(&results_dir)?;
+    Report { paper: "solitude", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, explain: &|c, _| super::too_few_runs(c, 5), timings }.write(&results_dir)?;
     Ok(dir)
 }
 
