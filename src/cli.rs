@@ -342,7 +342,7 @@ fn reproduce_table(
         opts.settings = vec![Setting::Centralized, Setting::Federated];
     }
     let t = std::time::Instant::now();
-    let dir = run(&opts, common.out.as_deref(), common.force)?;
+    let dir = run(&opts, common.out.as_deref(), common.force || common.resume)?;
     print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
     println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
     Ok(())
@@ -359,6 +359,10 @@ struct ReproduceArgs {
     /// Overwrite a results directory that already holds results.
     #[arg(long)]
     force: bool,
+    /// Go on with an interrupted reproduction in --out: its finished runs are kept (a run
+    /// whose recorded scenario differs from the one now given is refused), the rest run.
+    #[arg(long, conflicts_with = "force")]
+    resume: bool,
     /// Worker threads (results do not depend on it).
     #[arg(long)]
     threads: Option<usize>,
@@ -366,7 +370,7 @@ struct ReproduceArgs {
 
 impl ReproduceArgs {
     fn run_options(&self) -> RunOptions {
-        RunOptions { data_dir: data_dir(&self.data), out: None, force: self.force, quiet: true, threads: self.threads, progress: None }
+        RunOptions { data_dir: data_dir(&self.data), out: None, force: self.force || self.resume, quiet: true, threads: self.threads, progress: None, resume: self.resume }
     }
 }
 
@@ -558,7 +562,7 @@ fn dispatch(command: Command) -> Result<()> {
                 set.push(format!("backend={}", yaml_name(&b)));
             }
             let scenario = Scenario::load(&file, &set)?;
-            let opts = RunOptions { data_dir: data_dir(&data), out, force, quiet, threads, progress: None };
+            let opts = RunOptions { data_dir: data_dir(&data), out, force, quiet, threads, progress: None, resume: false };
             let dir = run::run(&scenario, &file, &opts).map_err(|e| in_file(e, &file))?;
             println!("results written to {}", dir.display());
             Ok(())
@@ -602,7 +606,7 @@ fn dispatch(command: Command) -> Result<()> {
             }
             let t = std::time::Instant::now();
             let opts = crate::reproduce::EcLdaOptions { dataset, seeds, parts, rounds, run: common.run_options() };
-            let dir = crate::reproduce::ec_lda::ec_lda(&opts, common.out.as_deref(), common.force)?;
+            let dir = crate::reproduce::ec_lda::ec_lda(&opts, common.out.as_deref(), common.force || common.resume)?;
             print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
             println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
             Ok(())

@@ -104,6 +104,9 @@ pub struct RunOptions {
     /// Where round progress goes instead of a bar (`fgl-sim matrix`); `None`: a bar on
     /// a terminal unless `quiet`.
     pub progress: Option<Progress>,
+    /// `reproduce`: keep the finished runs already in the results directory whose
+    /// recorded scenario is the one the command now gives, and run only the rest.
+    pub resume: bool,
 }
 
 /// The federation the scenario describes over the prepared clients: each client's

@@ -272,6 +272,20 @@ fn reproduce_ec_lda_writes_the_shared_csv_contract() {
         assert!(o.status.success(), "{}", stderr(&o));
         assert_eq!(std::fs::read_to_string(other.join("reproduce.csv")).unwrap(), csv, "--threads {threads}");
     }
+    // --resume keeps the finished runs (same files, same table) and refuses a run that a
+    // different scenario produced.
+    let run = out.join("table/cells/model=gcn,federation=ec-lda/seed=0");
+    let stamp = |p: &Path| std::fs::metadata(p.join("metrics.json")).unwrap().modified().unwrap();
+    let before = stamp(&run);
+    let o = fgl(&[&args[..], &[out.to_str().unwrap(), "--resume"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stamp(&run), before, "a finished run was run again");
+    assert_eq!(std::fs::read_to_string(out.join("reproduce.csv")).unwrap(), csv);
+    let resolved = run.join("scenario.resolved.yaml");
+    let original = std::fs::read_to_string(&resolved).unwrap();
+    std::fs::write(&resolved, original.replace("rounds: 4", "rounds: 5")).unwrap();
+    assert_clean_failure(&fgl(&[&args[..], &[out.to_str().unwrap(), "--resume"]].concat()), &["different scenario"]);
+    std::fs::write(&resolved, original).unwrap();
     // Never overwritten without --force; bad options fail cleanly.
     let again = fgl(&[&args[..], &[out.to_str().unwrap()]].concat());
     assert_clean_failure(&again, &["--force"]);

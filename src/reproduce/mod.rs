@@ -50,8 +50,9 @@ pub(crate) fn run_cells(
 ) -> Result<Vec<Vec<RunMetrics>>> {
     let m = Matrix::from_cells(name, "", name, cells, (0..runs as u64).collect())?;
     // The reproduction claimed its directory (empty, or `--force`): earlier runs there
-    // are replaced, not resumed.
-    if dir.exists() {
+    // are replaced; under `--resume` the matrix reuses those that match and refuses
+    // those that do not.
+    if dir.exists() && !opts.resume {
         std::fs::remove_dir_all(dir).map_err(|e| Error::output(dir, format!("cannot replace: {e}")))?;
     }
     let mopts = MatrixOptions { data_dir: opts.data_dir.clone(), out: None, jobs: opts.threads, quiet: opts.quiet };
