@@ -302,7 +302,7 @@ fn the_cli_fetches_and_missing_datasets_name_the_command() {
 #[test]
 fn completions_are_printed_for_each_shell() {
     let bin = env!("CARGO_BIN_EXE_fgl-sim");
-    for (words, want) in [("fgl-sim datasets f", "fetch"), ("fgl-sim datasets fetch --m", "--mirror"), ("fgl-sim reproduce ec-lda --part ''", "table epochs clip defense")] {
+    for (words, want) in [("fgl-sim datasets f", "fetch"), ("fgl-sim datasets fetch --m", "--mirror"), ("fgl-sim reproduce ec-lda --part ''", "table compressed epochs clip defense dp-utility")] {
         let cword = words.split(' ').count() - 1;
         let (prev, cur) = {
             let w: Vec<&str> = words.split(' ').collect();

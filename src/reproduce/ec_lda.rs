@@ -60,6 +60,11 @@ fn dp_gnn_entry(e: f64, code: bool) -> String {
     format!("defenses=[{{kind: dp-gnn, target_epsilon: {e}, max_degree: 5, clip: 0.1, batch_size: {DP_BATCH}, small_clients: full-batch{calibration}}}]")
 }
 
+/// The DP-GNN calibrations the defense part runs (`true`: the EC-LDA code's). The
+/// `ec-lda-code` rows need the dp-gnn defense's `calibration` option, which is not in
+/// this build yet (issue 24, in progress): until it lands only DP-GNN as published runs.
+const CALIBRATIONS: [bool; 1] = [false];
+
 /// The published DP setting's training: lr 0.5, one local epoch.
 const DP_TRAINING: [&str; 2] = ["train.lr=0.5", "train.epochs=1"];
 
@@ -226,7 +231,7 @@ fn jobs(part: EcLdaPart, common: &dyn Fn() -> Vec<String>) -> Vec<(&'static str,
                 push(vec![attack()], Record::Defense { defense: "none", eps: f64::INFINITY, code: false });
                 for e in DEFENSE_EPSILONS {
                     push(vec![format!("defenses=[{{kind: label-dp, epsilon: {e}}}]"), attack()], Record::Defense { defense: "label-dp", eps: e, code: false });
-                    for code in [false, true] {
+                    for code in CALIBRATIONS {
                         let mut o = vec![dp_gnn_entry(e, code), attack()];
                         o.extend(DP_TRAINING.map(String::from));
                         push(o, Record::Defense { defense: "dp-gnn", eps: e, code });
@@ -329,7 +334,8 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
          published `label_DP`. DP-GNN (`defense=dp-gnn`) is DP-GNN as published (degree bound 5, per-node clip 0.1, noise \
          σ·2(D²+D+1)·C, multi-term RDP accountant, batches of {DP_BATCH} nodes or all of a client's training nodes when it has \
          fewer, σ per client so that its ε over all its steps is the cell's, δ = 1/(10·N_train)), lr 0.5 and one local epoch as \
-         the published DP setting. Rows with `calibration=ec-lda-code` calibrate the noise as the EC-LDA code does \
+         the published DP setting. Rows with `calibration=ec-lda-code` (not in this build yet: they need the dp-gnn defense's \
+         `calibration` option) calibrate the noise as the EC-LDA code does \
          (REFERENCE §1.4: σ multiplier (k^L−1)/(k−1) = 6 instead of 2(D²+D+1) = 62, q = 1): **not (ε, δ)-DP at the stated ε**; \
          they are the setting behind the paper's \"DP-GNN leaves the attack nearly unaffected\". `defense` scores EC-LDA against \
          the true train labels, `defense-vs-held-labels` against the labels the clients trained on; `attack=uniform` is the \
@@ -619,8 +625,9 @@ mod tests {
     fn the_ec_lda_code_calibration_is_named_in_the_setting_and_only_there() {
         let all = jobs(EcLdaPart::Defense, &Vec::<String>::new);
         let dp: Vec<&Vec<String>> = all.iter().filter(|j| matches!(j.3, Record::Defense { defense: "dp-gnn", .. })).map(|j| &j.2).collect();
-        assert_eq!(dp.len(), 2 * 4 * 2, "GCN and SAGE × 4 ε × 2 calibrations");
-        assert_eq!(dp.iter().filter(|o| o.iter().any(|x| x.contains("calibration: ec-lda-code"))).count(), 8);
+        assert_eq!(dp.len(), 2 * 4 * CALIBRATIONS.len(), "GCN and SAGE × 4 ε × the calibrations");
+        let code = CALIBRATIONS.iter().filter(|&&c| c).count();
+        assert_eq!(dp.iter().filter(|o| o.iter().any(|x| x.contains("calibration: ec-lda-code"))).count(), 2 * 4 * code);
         let mut cells = Cells::default();
         let r = RunScores { attacks: vec![("ec-lda".into(), 0.9, 0.05)], vs_trained: vec![], uniform: Some((0.6, 0.2)), test_accuracy: 0.7, noise_multipliers: vec![] };
         record_run(&mut cells, "cora", "gcn", Record::Defense { defense: "dp-gnn", eps: 8.0, code: true }, &r);
