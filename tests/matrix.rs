@@ -154,6 +154,11 @@ fn run_dirs(out: &Path) -> Vec<(String, String, Vec<String>)> {
         let cell = cell.unwrap();
         for run in std::fs::read_dir(cell.path()).unwrap() {
             let run = run.unwrap();
+            // A run in flight writes into a hidden sibling (`.seed=S.tmp-…`) renamed into
+            // place when whole; one killed mid-write leaves that sibling, never a run.
+            if run.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
             let mut files: Vec<String> = std::fs::read_dir(run.path()).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().to_string()).collect();
             files.sort();
             all.push((cell.file_name().to_string_lossy().to_string(), run.file_name().to_string_lossy().to_string(), files));
