@@ -232,9 +232,23 @@ pub fn privacy_md(clients: &[ClientMetrics]) -> String {
         return String::new();
     }
     let mut s = String::from("\n**Privacy spent** per client (sequential composition):\n\n| client | defenses (ε) | ε total |\n|---:|---|---:|\n");
+    let mut flagged = std::collections::BTreeSet::new();
     for c in clients {
-        let parts: Vec<String> = c.privacy.iter().map(|p| format!("{} ({})", p.defense, eps(p.epsilon))).collect();
+        let parts: Vec<String> = c
+            .privacy
+            .iter()
+            .map(|p| match &p.calibration {
+                Some(cal) => {
+                    flagged.insert((p.defense.clone(), cal.clone()));
+                    format!("{} ({}, NOT DP ⚠)", p.defense, eps(p.epsilon))
+                }
+                None => format!("{} ({})", p.defense, eps(p.epsilon)),
+            })
+            .collect();
         s.push_str(&format!("| {} | {} | {} |\n", c.report.id, parts.join(", "), eps(c.epsilon_total)));
+    }
+    for (defense, cal) in flagged {
+        s.push_str(&format!("\n⚠ `{defense}`: {}.\n", crate::privacy::calibration_warning(&cal)));
     }
     s
 }

@@ -308,8 +308,8 @@ fn reproduce_ec_lda_defense_part_scores_the_attack_against_both_defenses() {
     let csv = std::fs::read_to_string(out.join("reproduce.csv")).unwrap();
     let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
     // Per model: none (EC-LDA cos, js; uniform cos, js; accuracy) + 4 ε × (label-dp: the same 5 + 2 vs held labels;
-    // dp-gnn: 5).
-    assert_eq!(rows.len(), 2 * (5 + 4 * (7 + 5)), "{csv}");
+    // dp-gnn as DP-GNN and as the EC-LDA code calibrates it: 5 each).
+    assert_eq!(rows.len(), 2 * (5 + 4 * (7 + 2 * 5)), "{csv}");
     let value = |table: &str, setting: &str, metric: &str| -> f64 {
         let r = rows.iter().find(|r| r[1] == table && r[3] == "gcn" && r[4] == setting && r[5] == metric).unwrap_or_else(|| panic!("{table} {setting} {metric}"));
         r[7].parse().unwrap()
@@ -320,11 +320,17 @@ fn reproduce_ec_lda_defense_part_scores_the_attack_against_both_defenses() {
     assert!(held > truth && none > truth, "none {none}, label-dp ε=1 vs truth {truth}, vs held labels {held}");
     let dp = value("defense", "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01", "test_accuracy");
     assert!((0.0..=100.0).contains(&dp));
+    let code = value("defense", "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01;calibration=ec-lda-code", "test_accuracy");
+    assert!((0.0..=100.0).contains(&code));
     let uniform = value("defense", "eps=1;attack=uniform;defense=label-dp;local_epochs=5;clip=0.01", "cos_sim");
     assert!(uniform > 0.0 && uniform < none, "uniform {uniform}, no defense {none}");
     // The checks section states the sanity laws with their numbers.
     let md = std::fs::read_to_string(out.join("reproduce.md")).unwrap();
     assert!(md.contains("## Checks") && md.contains("not below the uniform guess"), "{md}");
+    assert!(md.contains("dp-gnn (ec-lda-code): EC-LDA cos-sim ≥ 0.9 at every ε"), "{md}");
+    // The matrix report flags the cells that are not DP.
+    let report = std::fs::read_to_string(out.join("defense").join("report.md")).unwrap_or_default();
+    assert!(report.contains("Not differentially private") && report.contains("ec-lda-code"), "{report}");
 }
 
 /// Feature and label LDP in one scenario: both transforms run, in the declared order,

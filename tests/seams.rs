@@ -354,3 +354,39 @@ fn dp_gnn_trains_on_label_dp_labels_and_reports_its_budget() {
     }
     assert!(result.rounds.last().unwrap().test_accuracy.is_finite());
 }
+
+/// `calibration: ec-lda-code` calibrates σ as the EC-LDA code does (its accountant, q = 1,
+/// δ = 1e-5, one step per round) and says in every client's privacy record that this ε
+/// is no guarantee; DP-GNN's own calibration reports its σ without the flag. The code's
+/// batches hold every training node, so a smaller batch is refused, naming the field.
+#[test]
+fn dp_gnn_ec_lda_code_calibration_is_the_published_one_and_flagged() {
+    use fgl_sim::privacy::ec_lda_code;
+    let yaml = "dataset: {name: synthetic}\npartition: {clients: 3}\nfederation: {rounds: 4}\ntrain: {epochs: 1, optimizer: sgd, lr: 0.5}\n\
+                model: {arch: gcn, layers: 2, hidden: 16, dropout: 0.0}\n\
+                defenses:\n  - {name: dp, kind: dp-gnn, target_epsilon: 8, max_degree: 5, clip: 0.1, batch_size: 100000, small_clients: full-batch, calibration: ec-lda-code}\n";
+    let scenario = Scenario::parse(yaml, "dp.yaml", &[]).unwrap();
+    let prepared = run::prepare(&scenario, None).unwrap();
+    let result = run::federation(&scenario, &prepared, Default::default()).unwrap().run(&mut FedAvg).unwrap();
+    let sigma = ec_lda_code::sigma(8.0, 4, 1e-5).unwrap();
+    for spent in &result.privacy {
+        let p = &spent[0];
+        assert_eq!(p.calibration.as_deref(), Some("ec-lda-code"));
+        assert_eq!(p.noise_multiplier, Some(sigma));
+        assert_eq!((p.epsilon, p.delta), (ec_lda_code::epsilon(sigma, 4, 1e-5).unwrap().0, 1e-5));
+        assert!(p.protects.contains("no guarantee") && p.protects.contains("·6 on the sum"), "{}", p.protects);
+    }
+    assert!(result.rounds.iter().all(|r| r.test_accuracy.is_finite()));
+    let again = run::federation(&scenario, &prepared, Default::default()).unwrap().run(&mut FedAvg).unwrap();
+    assert_eq!(again.rounds, result.rounds);
+
+    let faithful = Scenario::parse(&yaml.replace(", calibration: ec-lda-code", ""), "dp.yaml", &[]).unwrap();
+    let result = run::federation(&faithful, &prepared, Default::default()).unwrap().run(&mut FedAvg).unwrap();
+    for spent in &result.privacy {
+        assert_eq!(spent[0].calibration, None);
+        assert!(spent[0].noise_multiplier.is_some_and(|s| s > 0.0));
+    }
+    let small = Scenario::parse(&yaml.replace("batch_size: 100000", "batch_size: 8"), "dp.yaml", &[]).unwrap();
+    let e = run::federation(&small, &prepared, Default::default()).err().expect("batch").to_string();
+    assert!(e.contains("batch_size") && e.contains("ec-lda-code"), "{e}");
+}

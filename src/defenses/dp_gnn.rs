@@ -25,6 +25,27 @@
 //!    client's steps (`train.epochs` × ⌈N/B⌉ per round it trains in), δ = 1/(10·N) unless
 //!    given. σ is given, or found for `target_epsilon` over the planned rounds;
 //!    `max_epsilon` refuses a plan that would spend more.
+//!
+//! `calibration: ec-lda-code` trains as the EC-LDA code's `defense` task instead
+//! (`FLcore/client/clientbase.py`, `clientfedavgblra.py`, `optimizer/dp_optimizer.py`,
+//! `utils.py` `DP_clip_edges`), so that the paper's defense figure can be reproduced
+//! beside the faithful DP-GNN. It is **not** (ε, δ)-DP at the ε it reports
+//! (REFERENCE §1.4; every report flags it):
+//! - degrees clipped node by node to D, the excess neighbours removed at random
+//!   ([`clip_degrees_as_published`]), no DP-GNN sampling;
+//! - a batch of N_train training nodes drawn *with* replacement (sample rate 1);
+//! - σ from one unsampled Gaussian per step ([`ec_lda_code::sigma`]), the noise
+//!   N(0, (C·σ·(D^L − 1)/(D − 1))²) — 6σC for D = 5, L = 2, where DP-GNN needs 62σC;
+//! - one threshold C (`clip`, 0.1 as published) on each node's whole gradient, but the
+//!   code never zeroes the gradient between per-node backward passes, so what it clips
+//!   is the running sum g_1 + … + g_i ([`PerNode::running_sum_norms`]), and it adds the
+//!   clipped terms to an accumulator it never zeroes either: every step (every round)
+//!   descends along the sum of all clipped terms so far, plus fresh noise, over B.
+//!
+//! Left as ours: each node's gradient is computed on its L-hop computation graph (the
+//! code differentiates the whole client graph's output, so the outermost nodes' GCN
+//! degrees differ), and the attack round draws its batch like any other round (the code
+//! takes every training node once in that round).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -41,9 +62,9 @@ use crate::error::{Error, Result};
 use crate::fed::Defense;
 use crate::model::{Arch, ModelConfig, NodeClassifier};
 use crate::privacy::accountant::{self, Conversion, Mechanism};
-use crate::privacy::PrivacyCost;
+use crate::privacy::{PrivacyCost, ec_lda_code};
 use crate::rng::{self, Rng};
-use crate::train::per_node::{self, per_node, ComputationGraph, NodeBatch};
+use crate::train::per_node::{self, per_node, ComputationGraph, NodeBatch, PerNode};
 use crate::train::{ClientTensors, HeadSteps, LocalData, LocalStats, LocalTrainer, Loss, Selection, TrainConfig};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -81,7 +102,34 @@ pub struct DpGnnConfig {
     /// RDP → (ε, δ): `improved` (dp_accounting's, the DP-GNN code's) or `classic`.
     #[serde(default)]
     pub conversion: Conversion,
+    /// `dp-gnn` (node-level (ε, δ)-DP by DP-GNN's analysis) or `ec-lda-code` (the EC-LDA
+    /// code's calibration and training, NOT (ε, δ)-DP at the ε it reports).
+    #[serde(default)]
+    pub calibration: Calibration,
 }
+
+/// How the noise is calibrated to ε and how the clipped gradients are summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Calibration {
+    /// DP-GNN's analysis (the module docs, steps 1–5).
+    #[default]
+    DpGnn,
+    /// The EC-LDA code's (the module docs' last part).
+    EcLdaCode,
+}
+
+impl Calibration {
+    pub fn name(self) -> &'static str {
+        match self {
+            Calibration::DpGnn => "dp-gnn",
+            Calibration::EcLdaCode => "ec-lda-code",
+        }
+    }
+}
+
+/// The EC-LDA code's clipping threshold (`max_norm = 0.1`).
+const EC_LDA_CODE_CLIP: f64 = 0.1;
 
 /// What DP-GNN does with a client that has fewer training nodes than the batch size.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,6 +186,9 @@ impl DpGnnConfig {
         {
             return bad("max_epsilon", format!("{e} is not allowed: ε must be > 0"));
         }
+        if self.calibration == Calibration::EcLdaCode && self.conversion != Conversion::Improved {
+            return bad("conversion", "calibration: ec-lda-code uses the EC-LDA code's accountant (the improved conversion); leave `conversion` out".into());
+        }
         Ok(())
     }
 }
@@ -172,6 +223,10 @@ struct ClientPlan {
     /// C_l per parameter tensor, estimated when the client first trains (`None` with a
     /// fixed `clip`).
     thresholds: Mutex<Option<Vec<f64>>>,
+    /// `ec-lda-code`: the clipped terms summed over every step so far (never zeroed, as in
+    /// the code), per tensor; and the edges its degree clipping removed.
+    accumulated: Mutex<Option<Vec<Tensor<2>>>>,
+    removed_edges: usize,
 }
 
 impl DpGnn {
@@ -179,9 +234,16 @@ impl DpGnn {
         self.clients.lock().expect("dp-gnn state").get(&client).cloned().ok_or_else(|| Error::Other(format!("dp-gnn: client {client} was not prepared")))
     }
 
+    /// What the client spent (`ec-lda-code`: what the EC-LDA code's accountant reports).
     fn spent(&self, plan: &ClientPlan, rounds: usize) -> Result<accountant::Spent> {
-        let steps = plan.steps_per_round * rounds as u64;
-        accountant::epsilon(&plan.mechanism, plan.sigma, steps.max(1), plan.delta, self.config.conversion, &accountant::default_orders())
+        let steps = (plan.steps_per_round * rounds as u64).max(1);
+        match self.config.calibration {
+            Calibration::DpGnn => accountant::epsilon(&plan.mechanism, plan.sigma, steps, plan.delta, self.config.conversion, &accountant::default_orders()),
+            Calibration::EcLdaCode => {
+                let (epsilon, order) = ec_lda_code::epsilon(plan.sigma, steps, plan.delta)?;
+                Ok(accountant::Spent { epsilon, delta: plan.delta, order, conversion: Conversion::Improved })
+            }
+        }
     }
 
     /// C_l from `clip_percentile`: the percentile of every training node's gradient norms
@@ -216,6 +278,28 @@ fn percentile(mut x: Vec<f64>, p: f64) -> f64 {
     let pos = p / 100.0 * (x.len() - 1) as f64;
     let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
     x[lo] + (x[hi] - x[lo]) * (pos - lo as f64)
+}
+
+/// The EC-LDA code's `DP_clip_edges`: node by node in index order, a node with more than
+/// `max_degree` neighbours loses a random sample of the excess, both directions of each
+/// edge. `senders[v]`: v's neighbours left, ascending; also the number of edges removed.
+pub fn clip_degrees_as_published(graph: &crate::data::Graph, max_degree: usize, seed: u64) -> (Vec<Vec<u32>>, usize) {
+    let n = graph.num_nodes();
+    let mut adj: Vec<std::collections::BTreeSet<u32>> = (0..n).map(|v| graph.neighbors(v).iter().copied().filter(|&w| w as usize != v).collect()).collect();
+    let mut r = rng::derive(seed, "ec-lda-code-degree-clip", &[]);
+    let mut removed = 0;
+    for i in 0..n {
+        let links: Vec<u32> = adj[i].iter().copied().collect();
+        if links.len() > max_degree {
+            for k in rand::seq::index::sample(&mut r, links.len(), links.len() - max_degree) {
+                let j = links[k];
+                adj[i].remove(&j);
+                adj[j as usize].remove(&(i as u32));
+                removed += 1;
+            }
+        }
+    }
+    (adj.into_iter().map(|s| s.into_iter().collect()).collect(), removed)
 }
 
 /// DP-GNN's degree-bounded sampling (see the module docs): `senders[v]` lists the nodes
@@ -281,29 +365,68 @@ impl LocalTrainer for DpGnn {
         };
         let mechanism = Mechanism::DpGnn { nodes: n, max_degree: c.max_degree, layers: model.layers, batch };
         mechanism.validate()?;
-        let delta = c.delta.unwrap_or_else(|| accountant::default_delta(n));
         let steps_per_round = (cfg.epochs * n.div_ceil(batch)) as u64;
-        let planned = steps_per_round * rounds as u64;
-        let orders = accountant::default_orders();
-        let (sigma, spent) = match (c.sigma, c.target_epsilon) {
-            (Some(s), _) => (s, accountant::epsilon(&mechanism, s, planned.max(1), delta, c.conversion, &orders)?),
-            (None, Some(e)) => accountant::sigma_for_epsilon(&mechanism, e, planned.max(1), delta, c.conversion, &orders)?,
-            (None, None) => unreachable!("validated"),
+        let planned = (steps_per_round * rounds as u64).max(1);
+        let (sigma, spent, delta) = match c.calibration {
+            Calibration::DpGnn => {
+                let delta = c.delta.unwrap_or_else(|| accountant::default_delta(n));
+                let orders = accountant::default_orders();
+                let (sigma, spent) = match (c.sigma, c.target_epsilon) {
+                    (Some(s), _) => (s, accountant::epsilon(&mechanism, s, planned, delta, c.conversion, &orders)?),
+                    (None, Some(e)) => accountant::sigma_for_epsilon(&mechanism, e, planned, delta, c.conversion, &orders)?,
+                    (None, None) => unreachable!("validated"),
+                };
+                (sigma, spent.epsilon, delta)
+            }
+            Calibration::EcLdaCode => {
+                if batch != n {
+                    return Err(Error::param(
+                        "batch_size",
+                        format!("calibration: ec-lda-code trains on batches of all N_train training nodes (the code's sample rate 1), but client {client} has {n} and batch_size is {}: set batch_size ≥ every client's training nodes, or small_clients: full-batch", c.batch_size),
+                    ));
+                }
+                let delta = c.delta.unwrap_or(ec_lda_code::DELTA);
+                let sigma = match (c.sigma, c.target_epsilon) {
+                    (Some(s), _) => s,
+                    (None, Some(e)) => ec_lda_code::sigma(e, planned, delta)?,
+                    (None, None) => unreachable!("validated"),
+                };
+                (sigma, ec_lda_code::epsilon(sigma, planned, delta)?.0, delta)
+            }
         };
         if let Some(max) = c.max_epsilon
-            && spent.epsilon > max
+            && spent > max
         {
             return Err(Error::param(
                 "max_epsilon",
                 format!(
                     "client {client} would spend ε = {:.3} (δ = {delta:.2e}) over {rounds} rounds × {steps_per_round} steps with σ = {sigma}, more than max_epsilon = {max}; raise sigma, or lower rounds or epochs",
-                    spent.epsilon
+                    spent
                 ),
             ));
         }
         let is_train: Vec<bool> = data.roles.iter().map(|r| *r == Role::Train).collect();
-        let (senders, dropped) = bound_degrees(&data.graph, &is_train, c.max_degree, model.layers, rng.random());
-        let plan = ClientPlan { senders, dropped, train_nodes, layers: model.layers, batch, mechanism, sigma, delta, steps_per_round, thresholds: Mutex::new(None) };
+        let ((senders, dropped), removed_edges) = match c.calibration {
+            Calibration::DpGnn => (bound_degrees(&data.graph, &is_train, c.max_degree, model.layers, rng.random()), 0),
+            Calibration::EcLdaCode => {
+                let (senders, removed) = clip_degrees_as_published(&data.graph, c.max_degree, rng.random());
+                ((senders, 0), removed)
+            }
+        };
+        let plan = ClientPlan {
+            senders,
+            dropped,
+            train_nodes,
+            layers: model.layers,
+            batch,
+            mechanism,
+            sigma,
+            delta,
+            steps_per_round,
+            thresholds: Mutex::new(None),
+            accumulated: Mutex::new(None),
+            removed_edges,
+        };
         self.clients.lock().expect("dp-gnn state").insert(client, Arc::new(plan));
         Ok(())
     }
@@ -326,6 +449,9 @@ impl LocalTrainer for DpGnn {
         }
         per_node::check_model(&model)?;
         let device = model.devices().into_iter().next().ok_or_else(|| Error::Other("a model without parameters".into()))?.without_autodiff();
+        if self.config.calibration == Calibration::EcLdaCode {
+            return self.train_as_ec_lda_code(&plan, model, local, data, cfg, loss, optim, rng, &device);
+        }
         // Estimated once per client, unless `clip` fixes every threshold.
         let estimated = match self.config.clip {
             Some(_) => None,
@@ -373,6 +499,27 @@ impl LocalTrainer for DpGnn {
         let plan = self.plan(client).ok()?;
         let spent = self.spent(&plan, rounds).ok()?;
         let Mechanism::DpGnn { nodes, max_degree, layers, batch } = plan.mechanism else { return None };
+        if self.config.calibration == Calibration::EcLdaCode {
+            let multiplier = ec_lda_code::sigma_multiplier(max_degree, layers).ok()?;
+            let clip = self.config.clip.unwrap_or(EC_LDA_CODE_CLIP);
+            return Some(PrivacyCost {
+                defense: String::new(),
+                protects: format!(
+                    "no guarantee at this ε: the EC-LDA code's DP calibration, not (ε, δ)-DP (REFERENCE §1.4). ε is what its accountant reports for {} unsampled Gaussian steps with σ = {} (orders 2–63, 128, 256, 512; {} training nodes a step, drawn with replacement); the noise is C·σ·(D^L − 1)/(D − 1) = {clip}·{}·{multiplier} on the sum of running-sum-clipped gradients accumulated without zeroing (D = {max_degree}, {layers} layer(s), {} edges removed by degree clipping); DP-GNN's analysis needs σ·2·{} of noise",
+                    plan.steps_per_round * rounds as u64,
+                    plan.sigma,
+                    batch,
+                    plan.sigma,
+                    plan.removed_edges,
+                    accountant::max_terms_per_node(max_degree, layers).ok()?,
+                ),
+                epsilon: if rounds == 0 { 0.0 } else { spent.epsilon },
+                delta: plan.delta,
+                noise_multiplier: Some(plan.sigma),
+                calibration: Some(Calibration::EcLdaCode.name().into()),
+                ..Default::default()
+            });
+        }
         Some(PrivacyCost {
             defense: String::new(),
             protects: format!(
@@ -385,9 +532,77 @@ impl LocalTrainer for DpGnn {
             ),
             epsilon: if rounds == 0 { 0.0 } else { spent.epsilon },
             delta: plan.delta,
-            effects: Default::default(),
+            noise_multiplier: Some(plan.sigma),
+            ..Default::default()
         })
     }
+}
+
+impl DpGnn {
+    /// One round of the EC-LDA code's DP training (`calibration: ec-lda-code`; the module
+    /// docs): per step, B nodes drawn with replacement, the running sums of their
+    /// gradients clipped to C and added to the never-zeroed accumulator, and the step
+    /// taken along (accumulator + N(0, (C·σ·(D^L − 1)/(D − 1))²))/B.
+    #[allow(clippy::too_many_arguments)]
+    fn train_as_ec_lda_code(
+        &self,
+        plan: &ClientPlan,
+        mut model: NodeClassifier,
+        local: &LocalData,
+        data: &ClientTensors,
+        cfg: &TrainConfig,
+        loss: &dyn Loss,
+        optim: &mut ModuleOptimizer,
+        rng: &mut Rng,
+        device: &burn::tensor::Device,
+    ) -> Result<(NodeClassifier, LocalStats)> {
+        let clip = self.config.clip.unwrap_or(EC_LDA_CODE_CLIP);
+        let noise_std = clip * plan.sigma * ec_lda_code::sigma_multiplier(self.config.max_degree, plan.layers)?;
+        let (b, n) = (plan.batch, plan.train_nodes.len());
+        let mut stats = LocalStats::default();
+        for _ in 0..cfg.epochs {
+            let mut losses = Vec::new();
+            for _ in 0..n.div_ceil(b) {
+                // `random.choices(train_index, k=batch_size)`: with replacement, in draw order.
+                let pick: Vec<usize> = (0..b).map(|_| plan.train_nodes[rng.random_range(0..n)]).collect();
+                let batch = batch_of(plan, &pick, local, device)?;
+                let pn = per_node(&model, &batch, loss, data.label_keep, Some(&mut *rng))?;
+                losses.push(pn.loss);
+                let terms = running_sum_clip_weights(&pn, &batch, clip);
+                let sums = pn.weighted_sums(&batch, &vec![terms; pn.tensors()]);
+                let mut slot = plan.accumulated.lock().expect("one trainer per client");
+                let accumulated: Vec<Tensor<2>> = match slot.take() {
+                    None => sums,
+                    Some(acc) => acc.into_iter().zip(sums).map(|(a, s)| a + s).collect(),
+                };
+                let step: Vec<Tensor<2>> = accumulated.iter().zip(pn.noise_dims()).map(|(a, dims)| (a.clone() + gaussian(dims, noise_std, rng, device)) * (1.0 / b as f32)).collect();
+                *slot = Some(accumulated);
+                drop(slot);
+                let grads = pn.gradients(step);
+                if let Some(head) = &model.head {
+                    let g = stats.head_gradient.get_or_insert_with(HeadSteps::default);
+                    g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|bias| grads.get::<1>(bias.id)));
+                }
+                model = optim.step(cfg.lr, model, grads);
+            }
+            stats.epoch_losses.push(losses.iter().sum::<f64>() / losses.len().max(1) as f64);
+        }
+        Ok((model, stats))
+    }
+}
+
+/// The weight of each node's gradient in Σ_i clip(g_1 + … + g_i): with
+/// c_i = min(C/(‖g_1 + … + g_i‖ + 10⁻⁶), 1) (the code's `microbatch_step`), node j's
+/// gradient enters every running sum from the j-th on, so its weight is Σ_{i ≥ j} c_i.
+fn running_sum_clip_weights(pn: &PerNode, batch: &NodeBatch, clip: f64) -> Vec<f64> {
+    let c: Vec<f64> = pn.running_sum_norms(batch).into_iter().map(|norm| (clip / (norm + 1e-6)).min(1.0)).collect();
+    let mut w = vec![0.0; c.len()];
+    let mut suffix = 0.0;
+    for (wj, cj) in w.iter_mut().zip(&c).rev() {
+        suffix += cj;
+        *wj = suffix;
+    }
+    w
 }
 
 /// `dims` i.i.d. N(0, std²) values from `rng`, on `device`.
@@ -470,6 +685,44 @@ mod tests {
         // s = σ · 2K · sqrt(Σ C_l²): D = 5, two layers → K = 31.
         assert_eq!(accountant::base_sensitivity(5, 2).unwrap(), 62.0);
         assert_eq!(accountant::base_sensitivity(5, 1).unwrap(), 12.0);
+    }
+
+    #[test]
+    fn the_ec_lda_code_calibration_is_named_and_checked() {
+        let cfg: DpGnnConfig = serde_yaml::from_str("target_epsilon: 8\ncalibration: ec-lda-code").unwrap();
+        assert_eq!(cfg.calibration, Calibration::EcLdaCode);
+        assert_eq!(serde_yaml::from_str::<DpGnnConfig>("sigma: 1").unwrap().calibration, Calibration::DpGnn);
+        let e = serde_yaml::from_str::<DpGnnConfig>("sigma: 1\ncalibration: ec-lda").unwrap_err().to_string();
+        assert!(e.contains("dp-gnn") && e.contains("ec-lda-code"), "{e}");
+        let e = serde_yaml::from_str::<DpGnnConfig>("sigma: 1\ncalibration: ec-lda-code\nconversion: classic").unwrap().validate().unwrap_err().to_string();
+        assert!(e.contains("conversion"), "{e}");
+    }
+
+    /// The EC-LDA code's `DP_clip_edges`: every degree ends ≤ D, only edges of the graph
+    /// remain, both directions together, nodes of degree ≤ D untouched by their own pass,
+    /// and the same seed removes the same edges.
+    #[test]
+    fn published_degree_clipping_caps_every_degree() {
+        let n = 50;
+        let mut edges: Vec<(usize, usize)> = (1..30).map(|v| (0, v)).collect();
+        edges.extend((1..n).map(|v| (v, (v * 7 + 3) % n)).filter(|(a, b)| a != b));
+        edges.extend((1..n).map(|v| (v, (v * 11 + 1) % n)).filter(|(a, b)| a != b));
+        let (g, _) = Graph::from_edges(n, edges, "t").unwrap();
+        for seed in 0..10 {
+            let (senders, removed) = clip_degrees_as_published(&g, 5, seed);
+            let kept: usize = senders.iter().map(Vec::len).sum();
+            let before: usize = (0..n).map(|v| g.neighbors(v).iter().filter(|&&w| w as usize != v).count()).sum();
+            assert_eq!(kept + 2 * removed, before, "each removal takes both directions");
+            for (v, s) in senders.iter().enumerate() {
+                assert!(s.len() <= 5, "node {v} keeps {}", s.len());
+                for &w in s {
+                    assert!(g.neighbors(v).contains(&w) && senders[w as usize].contains(&(v as u32)));
+                }
+            }
+            assert!(removed >= 24, "the hub alone loses 24 of its 29 edges");
+            assert_eq!(clip_degrees_as_published(&g, 5, seed), (senders, removed));
+        }
+        assert_ne!(clip_degrees_as_published(&g, 5, 0).0, clip_degrees_as_published(&g, 5, 1).0);
     }
 
     #[test]

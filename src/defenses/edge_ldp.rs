@@ -181,6 +181,7 @@ impl PerturbEdges {
             epsilon: self.cfg.epsilon.value(),
             delta: 0.0,
             effects,
+            ..Default::default()
         }
     }
 }

@@ -175,7 +175,7 @@ impl LabelDp {
             protects: format!("labels of train and validation nodes: ε-label-DP per label ({how}); each label randomised once"),
             epsilon: self.config.epsilon.value(),
             delta: 0.0,
-            effects: Default::default(),
+            ..Default::default()
         }
     }
 

@@ -65,7 +65,7 @@ impl DataTransform for RandomizeLabels {
             protects: "labels of train and validation nodes: ε-LDP per label (randomized response)".into(),
             epsilon: self.epsilon.value(),
             delta: 0.0,
-            effects: Default::default(),
+            ..Default::default()
         }))
     }
 }

@@ -112,7 +112,7 @@ impl DataTransform for LpgnnData {
             protects: "node features and the labels of train and validation nodes: ε-LDP per node (ε = ε_x + ε_y)".into(),
             epsilon: self.epsilon,
             delta: 0.0,
-            effects: Default::default(),
+            ..Default::default()
         }))
     }
 }

@@ -205,7 +205,7 @@ impl DataTransform for Rgnn {
             ),
             epsilon: eps_x + c.epsilon_y.value(),
             delta: 0.0,
-            effects: Default::default(),
+            ..Default::default()
         }))
     }
 }

@@ -312,6 +312,7 @@ impl LocalTrainer for Calibration {
             epsilon: 0.0,
             delta: 0.0,
             effects,
+            ..Default::default()
         })
     }
 }

@@ -34,6 +34,9 @@ pub struct RunMetrics {
     /// The noise multiplier σ of each client's DP training (`metrics.json`'s privacy
     /// `noise_multiplier`), in client order; empty without DP training.
     pub noise_multipliers: Vec<f64>,
+    /// Calibrations under which a client's ε is no DP guarantee (`metrics.json`'s privacy
+    /// `calibration`, e.g. `ec-lda-code`), each once.
+    pub calibrations: Vec<String>,
     /// Test accuracy after each round (the training curve).
     pub curve: Vec<f64>,
     pub train_seconds: f64,
@@ -123,8 +126,17 @@ fn read_metrics(path: &Path) -> Result<RunMetrics> {
         .flatten()
         .flat_map(|c| c["privacy"].as_array().into_iter().flatten().filter_map(|p| p["noise_multiplier"].as_f64()))
         .collect();
+    let mut calibrations: Vec<String> = j["clients"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|c| c["privacy"].as_array().into_iter().flatten().filter_map(|p| p["calibration"].as_str().map(str::to_string)))
+        .collect();
+    calibrations.sort();
+    calibrations.dedup();
     let epsilon_spent = j["clients"].as_array().ok_or_else(|| bad("clients"))?.iter().filter_map(|c| num(&c["epsilon_total"])).reduce(f64::max);
     Ok(RunMetrics {
+        calibrations,
         test_accuracy: num(&fin["test_accuracy"]).ok_or_else(|| bad("final.test_accuracy"))?,
         test_loss: num(&fin["test_loss"]).unwrap_or(f64::NAN),
         train_loss: num(&fin["train_loss"]).unwrap_or(f64::NAN),
@@ -363,6 +375,8 @@ pub struct CellStats {
     pub missing: usize,
     pub test_accuracy: Option<Stat>,
     pub epsilon_spent: Option<f64>,
+    /// Calibrations under which its ε is no DP guarantee (flagged in the report).
+    pub calibrations: Vec<String>,
     pub attacks: Vec<AttackStats>,
 }
 
@@ -404,6 +418,12 @@ pub fn cell_stats(m: &Matrix, rows: &[Row]) -> Vec<CellStats> {
                 missing: rs.iter().filter(|r| r.state == RunState::Missing).count(),
                 test_accuracy: Stat::of(&ms.iter().map(|x| x.test_accuracy).collect::<Vec<_>>()),
                 epsilon_spent: ms.iter().filter_map(|x| x.epsilon_spent).reduce(f64::max),
+                calibrations: {
+                    let mut c: Vec<String> = ms.iter().flat_map(|x| x.calibrations.iter().cloned()).collect();
+                    c.sort();
+                    c.dedup();
+                    c
+                },
                 attacks,
             }
         })
@@ -553,6 +573,15 @@ fn markdown(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
     }
     writeln!(s, "From `{}`. {}\n", m.file.display(), provenance_line(m, rows, prov)).expect("string");
     writeln!(s, "Each run's directory is `cells/<cell>/seed=<s>/` (its resolved scenario, `metrics.json`, `summary.md`); `cells.csv` has one row per run.\n").expect("string");
+    let not_dp: Vec<&CellStats> = stats.iter().filter(|c| !c.calibrations.is_empty()).collect();
+    if !not_dp.is_empty() {
+        s.push_str("> ⚠ **Not differentially private at the ε shown**: these cells' defenses ran under a published code's noise calibration, reproduced for comparison:\n>\n");
+        for c in not_dp {
+            let why: Vec<String> = c.calibrations.iter().map(|k| crate::privacy::calibration_warning(k)).collect();
+            writeln!(s, "> - `{}`: {}", c.id, why.join("; ")).expect("string");
+        }
+        s.push('\n');
+    }
     for g in groups {
         writeln!(s, "## {}\n", g.title).expect("string");
         for t in group_tables(g, stats) {

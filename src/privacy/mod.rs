@@ -11,8 +11,11 @@
 //! - [`edge_rr`]: Solitude's edge LDP, Warner RR on a node's adjacency row, sampled sparsely
 //! - [`accountant`]: RDP accountants for DP training — DP-GNN's multi-term accountant and
 //!   DP-SGD's subsampled Gaussian — with the RDP → (ε, δ) conversion and σ for a target ε
+//! - [`ec_lda_code`]: the EC-LDA code's DP calibration (not (ε, δ)-DP at its ε; shown beside
+//!   DP-GNN's so that the paper's defense figure can be reproduced)
 
 pub mod accountant;
+pub mod ec_lda_code;
 pub mod edge_rr;
 pub mod gaussian;
 pub mod grr_fs;
@@ -82,7 +85,7 @@ pub fn serialize_epsilon<S: serde::Serializer>(eps: &f64, s: S) -> Result<S::Ok,
 
 /// What one defense spent of one client's privacy (a line of `metrics.json`'s
 /// `clients[i].privacy`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PrivacyCost {
     /// The defense, by its name in the scenario.
     pub defense: String,
@@ -96,6 +99,18 @@ pub struct PrivacyCost {
     /// and added; graph calibration: edges removed, of them fake), for the report.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub effects: std::collections::BTreeMap<String, f64>,
+    /// The noise multiplier σ of DP training (what the accountant took), where there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_multiplier: Option<f64>,
+    /// A calibration under which `epsilon` is *not* an (ε, δ)-DP guarantee (e.g.
+    /// `ec-lda-code`): every report that shows this cost flags it ([`calibration_warning`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<String>,
+}
+
+/// The flag a report prints beside a privacy cost calibrated as `calibration`.
+pub fn calibration_warning(calibration: &str) -> String {
+    format!("calibration `{calibration}`: NOT (ε, δ)-DP at this ε (a published code's noise calibration, reproduced for comparison)")
 }
 
 #[cfg(test)]

@@ -92,6 +92,8 @@ pub struct NodeBatch {
     blocks: usize,
     /// Rows of the largest block.
     width: usize,
+    /// Block b's rows are `block_start[b]..block_start[b + 1]` (host copy of `row_block`).
+    block_start: Vec<usize>,
 }
 
 /// A batch's features in the layout a client's input takes (sparse for bag-of-words
@@ -110,6 +112,8 @@ enum BatchFeatures {
 #[derive(Debug, Clone)]
 struct SparseBatch {
     input: NodeInput,
+    /// The rows on the host, for [`PerNode::running_sum_norms`].
+    host: crate::data::features::CsrMatrix,
     transposed: Edges,
     values: Option<Tensor<2>>,
     gram: Tensor<3>,
@@ -166,7 +170,7 @@ impl NodeBatch {
                 let transposed = Edges::new(&src, &dst, rows, m.cols, &options);
                 let values = (!values.iter().all(|&v| v == 1.0)).then(|| crate::model::propagate::column(&values, &options));
                 let input = NodeInput::with_layout(&selected, InputLayout::Sparse, options);
-                BatchFeatures::Sparse(SparseBatch { input, transposed, values, gram: Self::host_gram(m, graphs, width, device) })
+                BatchFeatures::Sparse(SparseBatch { input, transposed, values, gram: Self::host_gram(m, graphs, width, device), host: m.clone() })
             }
             _ => match NodeInput::with_layout(&selected, InputLayout::Dense, options) {
                 NodeInput::Dense(x) => BatchFeatures::Dense(x),
@@ -184,6 +188,10 @@ impl NodeBatch {
             rows,
             blocks: graphs.len(),
             width,
+            block_start: std::iter::once(0).chain(graphs.iter().scan(0, |end, g| {
+                *end += g.nodes.len();
+                Some(*end)
+            })).collect(),
         })
     }
 
@@ -386,6 +394,33 @@ pub fn per_node(model: &NodeClassifier, batch: &NodeBatch, loss: &dyn Loss, labe
     Ok(PerNode { uses, grads: g, loss: value })
 }
 
+/// A `[R, c]` tensor's values on the host, row-major.
+fn host(t: &Tensor<2>) -> Vec<f32> {
+    t.clone().into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert")
+}
+
+/// The rows a weight multiplies, on the host.
+enum RowsOf<'a> {
+    /// A bias: every row is the scalar 1.
+    Ones,
+    Dense(usize, Vec<f32>),
+    Sparse(&'a crate::data::features::CsrMatrix),
+}
+
+impl RowsOf<'_> {
+    /// `f(column, value)` for the non-zeros of row `r`.
+    fn for_each(&self, r: usize, mut f: impl FnMut(usize, f64)) {
+        match self {
+            RowsOf::Ones => f(0, 1.0),
+            RowsOf::Dense(w, v) => v[r * w..(r + 1) * w].iter().enumerate().filter(|(_, x)| **x != 0.0).for_each(|(k, &x)| f(k, f64::from(x))),
+            RowsOf::Sparse(m) => {
+                let (idx, val) = m.row(r);
+                idx.iter().zip(val).for_each(|(&k, &x)| f(k as usize, f64::from(x)));
+            }
+        }
+    }
+}
+
 /// `input`: the layer input's values and the layer's index.
 fn weight_use(w: &Param<Tensor<2>>, input: (LayerInput, usize), probe: Tensor<2>, rows: (usize, usize)) -> LinearUse {
     LinearUse { param: w.id, dims: w.shape().dims::<2>().to_vec(), input: Some(input.0), key: Some(input.1), probe, rows }
@@ -430,26 +465,111 @@ impl PerNode {
     /// Σ_b c[t][b]·(node b's gradient of tensor t), per tensor, as optimizer gradients;
     /// `noise[t]` (same dimensions as the tensor, or `None`) is added before `scale`.
     pub fn weighted_sum(&self, batch: &NodeBatch, c: &[Vec<f64>], noise: Vec<Option<Tensor<2>>>, scale: f64) -> GradientsParams {
+        let sums = self
+            .weighted_sums(batch, c)
+            .into_iter()
+            .zip(noise)
+            .map(|(sum, z)| match z {
+                Some(z) => (sum + z) * scale as f32,
+                None => sum * scale as f32,
+            })
+            .collect();
+        self.gradients(sums)
+    }
+
+    /// Σ_b c[t][b]·(node b's gradient of tensor t), per tensor, in the dimensions of
+    /// [`noise_dims`](Self::noise_dims).
+    pub fn weighted_sums(&self, batch: &NodeBatch, c: &[Vec<f64>]) -> Vec<Tensor<2>> {
         let device = &batch.device;
+        self.uses
+            .iter()
+            .zip(&self.grads)
+            .zip(c)
+            .map(|((u, g), ct)| {
+                let per_block = Tensor::<1>::from_data(TensorData::new(ct.iter().map(|&x| x as f32).collect(), [ct.len()]), device);
+                let scaled = g.clone() * per_block.select(0, batch.row_block.clone()).unsqueeze_dim::<2>(1);
+                match &u.input {
+                    Some(LayerInput::Hidden(a)) => a.clone().transpose().matmul(scaled),
+                    Some(LayerInput::Features) => batch.features_transposed_matmul(scaled),
+                    None => scaled.sum_dim(0),
+                }
+            })
+            .collect()
+    }
+
+    /// Per-tensor values (in the dimensions of [`noise_dims`](Self::noise_dims)) as the
+    /// optimizer's gradients.
+    pub fn gradients(&self, sums: Vec<Tensor<2>>) -> GradientsParams {
         let mut grads = GradientsParams::new();
-        for ((u, g), (ct, noise)) in self.uses.iter().zip(&self.grads).zip(c.iter().zip(noise)) {
-            let per_block = Tensor::<1>::from_data(TensorData::new(ct.iter().map(|&x| x as f32).collect(), [ct.len()]), device);
-            let scaled = g.clone() * per_block.select(0, batch.row_block.clone()).unsqueeze_dim::<2>(1);
-            let mut sum = match &u.input {
-                Some(LayerInput::Hidden(a)) => a.clone().transpose().matmul(scaled),
-                Some(LayerInput::Features) => batch.features_transposed_matmul(scaled),
-                None => scaled.sum_dim(0),
-            };
-            if let Some(z) = noise {
-                sum = sum + z;
-            }
-            let sum = sum * scale as f32;
+        for (u, sum) in self.uses.iter().zip(sums) {
             match u.dims.len() {
                 1 => grads.register::<1>(u.param, sum.reshape([u.dims[0]])),
                 _ => grads.register::<2>(u.param, sum),
             }
         }
         grads
+    }
+
+    /// ‖Σ_{j ≤ i} g_j‖ for every block i in batch order, g_j node j's gradient of all
+    /// tensors together: the norms a training loop clips when it never zeroes the
+    /// gradient between per-node backward passes (the EC-LDA code's DP training, whose
+    /// "per-node" clip acts on the running sum). Exact, in f64 on the host: the running
+    /// sum P is kept per tensor and each block's A_bᵀG_b added to it, with ‖P‖² updated
+    /// over the entries it touches (sparse features touch few).
+    pub fn running_sum_norms(&self, batch: &NodeBatch) -> Vec<f64> {
+        let mut sq = vec![0f64; batch.blocks];
+        for (u, g) in self.uses.iter().zip(&self.grads) {
+            let out = g.dims()[1];
+            let g = host(g);
+            let dense_rows = |t: &Tensor<2>| (t.dims()[1], host(t));
+            let input = match &u.input {
+                None => RowsOf::Ones,
+                Some(LayerInput::Hidden(a)) => {
+                    let (w, v) = dense_rows(a);
+                    RowsOf::Dense(w, v)
+                }
+                Some(LayerInput::Features) => match &batch.features {
+                    BatchFeatures::Sparse(b) => RowsOf::Sparse(&b.host),
+                    BatchFeatures::Dense(x) => {
+                        let (w, v) = dense_rows(x);
+                        RowsOf::Dense(w, v)
+                    }
+                },
+            };
+            let in_dim = match &input {
+                RowsOf::Ones => 1,
+                RowsOf::Dense(w, _) => *w,
+                RowsOf::Sparse(m) => m.cols,
+            };
+            let (mut p, mut delta) = (vec![0f64; in_dim * out], vec![0f64; in_dim * out]);
+            let (mut touched, mut marked) = (Vec::new(), vec![false; in_dim]);
+            let mut norm2 = 0f64;
+            for (b, total) in sq.iter_mut().enumerate() {
+                for r in batch.block_start[b]..batch.block_start[b + 1] {
+                    let gr = &g[r * out..(r + 1) * out];
+                    input.for_each(r, |k, v| {
+                        if !marked[k] {
+                            marked[k] = true;
+                            touched.push(k);
+                        }
+                        for (d, &x) in delta[k * out..(k + 1) * out].iter_mut().zip(gr) {
+                            *d += v * f64::from(x);
+                        }
+                    });
+                }
+                for &k in &touched {
+                    for (pk, dk) in p[k * out..(k + 1) * out].iter_mut().zip(&mut delta[k * out..(k + 1) * out]) {
+                        norm2 += *dk * (2.0 * *pk + *dk);
+                        *pk += *dk;
+                        *dk = 0.0;
+                    }
+                    marked[k] = false;
+                }
+                touched.clear();
+                *total += norm2;
+            }
+        }
+        sq.into_iter().map(|s| s.max(0.0).sqrt()).collect()
     }
 
     /// Dimensions of each tensor's gradient as [`weighted_sum`](Self::weighted_sum)
@@ -583,6 +703,16 @@ mod tests {
                 for b in 0..roots.len() {
                     assert!(c[t][b] * norms[t][b] <= clip * (1.0 + 1e-9));
                 }
+            }
+            // ‖g_0 + … + g_i‖ over all tensors, from the naive gradients.
+            let running = pn.running_sum_norms(&batch);
+            let mut sum: Vec<Vec<f64>> = each[0].iter().map(|t| vec![0.0; t.len()]).collect();
+            for (b, got) in running.iter().enumerate() {
+                for (acc, t) in sum.iter_mut().zip(&each[b]) {
+                    acc.iter_mut().zip(t).for_each(|(a, &x)| *a += f64::from(x));
+                }
+                let want = sum.iter().flatten().map(|x| x * x).sum::<f64>().sqrt();
+                assert!((got - want).abs() <= 1e-4 * (1.0 + want), "{arch:?} L={layers} running sum {b}: {got} vs {want}");
             }
         }
     }
