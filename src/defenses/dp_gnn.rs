@@ -51,7 +51,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use burn::module::Module;
-use burn::optim::ModuleOptimizer;
+use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::{Tensor, TensorData};
 use rand::Rng as _;
 use rand_distr::StandardNormal;
@@ -449,41 +449,40 @@ impl LocalTrainer for DpGnn {
         }
         per_node::check_model(&model)?;
         let device = model.devices().into_iter().next().ok_or_else(|| Error::Other("a model without parameters".into()))?.without_autodiff();
-        if self.config.calibration == Calibration::EcLdaCode {
-            return self.train_as_ec_lda_code(&plan, model, local, data, cfg, loss, optim, rng, &device);
-        }
-        // Estimated once per client, unless `clip` fixes every threshold.
-        let estimated = match self.config.clip {
-            Some(_) => None,
-            None => {
+        let calibration = self.config.calibration;
+        // Estimated once per client, unless `clip` fixes every threshold (the EC-LDA
+        // code's calibration has one threshold, `clip` or 0.1).
+        let estimated = match (calibration, self.config.clip) {
+            (Calibration::DpGnn, None) => {
                 let mut slot = plan.thresholds.lock().expect("one trainer per client");
                 if slot.is_none() {
                     *slot = Some(self.estimate_thresholds(&plan, &model, local, loss, data.label_keep, &device)?);
                 }
                 slot.clone()
             }
+            _ => None,
         };
-        let k = accountant::base_sensitivity(self.config.max_degree, plan.layers)?;
-        let b = plan.batch;
-        let n = plan.train_nodes.len();
+        let (b, n) = (plan.batch, plan.train_nodes.len());
         let mut stats = LocalStats::default();
         for _ in 0..cfg.epochs {
             let mut losses = Vec::new();
             for _ in 0..n.div_ceil(b) {
-                let mut pick: Vec<usize> = rand::seq::index::sample(rng, n, b).into_iter().map(|i| plan.train_nodes[i]).collect();
-                pick.sort_unstable();
+                let pick: Vec<usize> = match calibration {
+                    Calibration::DpGnn => {
+                        let mut pick: Vec<usize> = rand::seq::index::sample(rng, n, b).into_iter().map(|i| plan.train_nodes[i]).collect();
+                        pick.sort_unstable();
+                        pick
+                    }
+                    // `random.choices(train_index, k=batch_size)`: with replacement, in draw order.
+                    Calibration::EcLdaCode => (0..b).map(|_| plan.train_nodes[rng.random_range(0..n)]).collect(),
+                };
                 let batch = batch_of(&plan, &pick, local, &device)?;
                 let pn = per_node(&model, &batch, loss, data.label_keep, Some(&mut *rng))?;
                 losses.push(pn.loss);
-                let thresholds = match (&estimated, self.config.clip) {
-                    (Some(t), _) => t.clone(),
-                    (None, c) => vec![c.expect("fixed when not estimated"); pn.tensors()],
+                let grads = match calibration {
+                    Calibration::DpGnn => self.dp_gnn_step(&plan, &pn, &batch, estimated.as_deref(), rng, &device)?,
+                    Calibration::EcLdaCode => self.ec_lda_code_step(&plan, &pn, &batch, rng, &device)?,
                 };
-                let noise_std = plan.sigma * k * thresholds.iter().map(|c| c * c).sum::<f64>().sqrt();
-                let norms = pn.norms(&batch);
-                let scale: Vec<Vec<f64>> = norms.iter().zip(&thresholds).map(|(nt, c)| nt.iter().map(|&x| if x > *c { c / x } else { 1.0 }).collect()).collect();
-                let noise = pn.noise_dims().into_iter().map(|dims| Some(gaussian(dims, noise_std, rng, &device))).collect();
-                let grads = pn.weighted_sum(&batch, &scale, noise, 1.0 / b as f64);
                 if let Some(head) = &model.head {
                     let g = stats.head_gradient.get_or_insert_with(HeadSteps::default);
                     g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|bias| grads.get::<1>(bias.id)));
@@ -501,7 +500,7 @@ impl LocalTrainer for DpGnn {
         let Mechanism::DpGnn { nodes, max_degree, layers, batch } = plan.mechanism else { return None };
         if self.config.calibration == Calibration::EcLdaCode {
             let multiplier = ec_lda_code::sigma_multiplier(max_degree, layers).ok()?;
-            let clip = self.config.clip.unwrap_or(EC_LDA_CODE_CLIP);
+            let clip = self.ec_lda_code_clip();
             return Some(PrivacyCost {
                 defense: String::new(),
                 protects: format!(
@@ -539,55 +538,42 @@ impl LocalTrainer for DpGnn {
 }
 
 impl DpGnn {
-    /// One round of the EC-LDA code's DP training (`calibration: ec-lda-code`; the module
-    /// docs): per step, B nodes drawn with replacement, the running sums of their
-    /// gradients clipped to C and added to the never-zeroed accumulator, and the step
-    /// taken along (accumulator + N(0, (C·σ·(D^L − 1)/(D − 1))²))/B.
-    #[allow(clippy::too_many_arguments)]
-    fn train_as_ec_lda_code(
-        &self,
-        plan: &ClientPlan,
-        mut model: NodeClassifier,
-        local: &LocalData,
-        data: &ClientTensors,
-        cfg: &TrainConfig,
-        loss: &dyn Loss,
-        optim: &mut ModuleOptimizer,
-        rng: &mut Rng,
-        device: &burn::tensor::Device,
-    ) -> Result<(NodeClassifier, LocalStats)> {
-        let clip = self.config.clip.unwrap_or(EC_LDA_CODE_CLIP);
+    /// The EC-LDA code's one threshold C: `clip`, or the code's 0.1.
+    fn ec_lda_code_clip(&self) -> f64 {
+        self.config.clip.unwrap_or(EC_LDA_CODE_CLIP)
+    }
+
+    /// DP-GNN's step: each node's gradient clipped per tensor to C_l (`estimated`, or
+    /// `clip` for every tensor), summed, N(0, (σ·2K·sqrt(Σ C_l²))²) added, over B.
+    fn dp_gnn_step(&self, plan: &ClientPlan, pn: &PerNode, batch: &NodeBatch, estimated: Option<&[f64]>, rng: &mut Rng, device: &burn::tensor::Device) -> Result<GradientsParams> {
+        let thresholds = match estimated {
+            Some(t) => t.to_vec(),
+            None => vec![self.config.clip.expect("fixed when not estimated"); pn.tensors()],
+        };
+        let k = accountant::base_sensitivity(self.config.max_degree, plan.layers)?;
+        let noise_std = plan.sigma * k * thresholds.iter().map(|c| c * c).sum::<f64>().sqrt();
+        let norms = pn.norms(batch);
+        let scale: Vec<Vec<f64>> = norms.iter().zip(&thresholds).map(|(nt, c)| nt.iter().map(|&x| if x > *c { c / x } else { 1.0 }).collect()).collect();
+        let noise = pn.noise_dims().into_iter().map(|dims| Some(gaussian(dims, noise_std, rng, device))).collect();
+        Ok(pn.weighted_sum(batch, &scale, noise, 1.0 / plan.batch as f64))
+    }
+
+    /// The EC-LDA code's step (`calibration: ec-lda-code`; the module docs): the running
+    /// sums of the batch's gradients clipped to C and added to the never-zeroed
+    /// accumulator, the step taken along (accumulator + N(0, (C·σ·(D^L − 1)/(D − 1))²))/B.
+    fn ec_lda_code_step(&self, plan: &ClientPlan, pn: &PerNode, batch: &NodeBatch, rng: &mut Rng, device: &burn::tensor::Device) -> Result<GradientsParams> {
+        let clip = self.ec_lda_code_clip();
         let noise_std = clip * plan.sigma * ec_lda_code::sigma_multiplier(self.config.max_degree, plan.layers)?;
-        let (b, n) = (plan.batch, plan.train_nodes.len());
-        let mut stats = LocalStats::default();
-        for _ in 0..cfg.epochs {
-            let mut losses = Vec::new();
-            for _ in 0..n.div_ceil(b) {
-                // `random.choices(train_index, k=batch_size)`: with replacement, in draw order.
-                let pick: Vec<usize> = (0..b).map(|_| plan.train_nodes[rng.random_range(0..n)]).collect();
-                let batch = batch_of(plan, &pick, local, device)?;
-                let pn = per_node(&model, &batch, loss, data.label_keep, Some(&mut *rng))?;
-                losses.push(pn.loss);
-                let terms = running_sum_clip_weights(&pn, &batch, clip);
-                let sums = pn.weighted_sums(&batch, &vec![terms; pn.tensors()]);
-                let mut slot = plan.accumulated.lock().expect("one trainer per client");
-                let accumulated: Vec<Tensor<2>> = match slot.take() {
-                    None => sums,
-                    Some(acc) => acc.into_iter().zip(sums).map(|(a, s)| a + s).collect(),
-                };
-                let step: Vec<Tensor<2>> = accumulated.iter().zip(pn.noise_dims()).map(|(a, dims)| (a.clone() + gaussian(dims, noise_std, rng, device)) * (1.0 / b as f32)).collect();
-                *slot = Some(accumulated);
-                drop(slot);
-                let grads = pn.gradients(step);
-                if let Some(head) = &model.head {
-                    let g = stats.head_gradient.get_or_insert_with(HeadSteps::default);
-                    g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|bias| grads.get::<1>(bias.id)));
-                }
-                model = optim.step(cfg.lr, model, grads);
-            }
-            stats.epoch_losses.push(losses.iter().sum::<f64>() / losses.len().max(1) as f64);
-        }
-        Ok((model, stats))
+        let terms = running_sum_clip_weights(pn, batch, clip);
+        let sums = pn.weighted_sums(batch, &vec![terms; pn.tensors()]);
+        let mut slot = plan.accumulated.lock().expect("one trainer per client");
+        let accumulated: Vec<Tensor<2>> = match slot.take() {
+            None => sums,
+            Some(acc) => acc.into_iter().zip(sums).map(|(a, s)| a + s).collect(),
+        };
+        let step: Vec<Tensor<2>> = accumulated.iter().zip(pn.noise_dims()).map(|(a, dims)| (a.clone() + gaussian(dims, noise_std, rng, device)) * (1.0 / plan.batch as f32)).collect();
+        *slot = Some(accumulated);
+        Ok(pn.gradients(step))
     }
 }
 
