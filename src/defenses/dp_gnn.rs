@@ -337,6 +337,12 @@ impl LocalTrainer for DpGnn {
         if model.arch == Arch::Gat {
             return Err(Error::param("model.arch", "dp-gnn supports gcn and sage (per-node gradients of GAT's attention are not implemented)"));
         }
+        if let Some(c) = cfg.grad_clip_norm {
+            return Err(Error::param(
+                "train.grad_clip_norm",
+                format!("{c}: dp-gnn clips each node's gradient (its `clip`) and noises the sum; global clipping would change the sensitivity. Remove train.grad_clip_norm"),
+            ));
+        }
         if data.graph.is_directed() {
             // Degree bounding and the sensitivity 2K assume every edge counts at both ends.
             return Err(Error::param("defenses", "dp-gnn needs the client's undirected graph; an earlier defense (edge-ldp or solitude with symmetrize: none) made it directed"));

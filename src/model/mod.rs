@@ -26,7 +26,7 @@ pub mod sage;
 pub mod spmm;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use classifier::{Conv, NodeClassifier, Output};
 pub use activation::Activation;

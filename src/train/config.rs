@@ -46,6 +46,10 @@ pub struct TrainConfig {
     /// the next instead of starting fresh; with one client (centralized) this is plain
     /// uninterrupted training.
     pub keep_optimizer_state: bool,
+    /// Rescale each step's gradients so that their global L2 norm (over all
+    /// parameters) is at most this, as PyTorch's `clip_grad_norm_` (RGNN's code clips
+    /// at 5). Absent: no clipping.
+    pub grad_clip_norm: Option<f64>,
 }
 
 impl Default for TrainConfig {
@@ -58,6 +62,7 @@ impl Default for TrainConfig {
             epochs: 5,
             selection: Selection::Last,
             keep_optimizer_state: false,
+            grad_clip_norm: None,
         }
     }
 }
@@ -76,6 +81,9 @@ impl TrainConfig {
         }
         if self.epochs == 0 {
             return Err(Error::param("train.epochs", "must be at least 1"));
+        }
+        if let Some(c) = self.grad_clip_norm.filter(|c| !(*c > 0.0 && c.is_finite())) {
+            return Err(Error::param("train.grad_clip_norm", format!("{c} is not allowed; allowed: a finite norm > 0, or absent for no clipping")));
         }
         Ok(())
     }

@@ -6,7 +6,7 @@
 //! tensors sit on the plain device; the model trains on `device.autodiff()` and is
 //! evaluated through `Module::valid()`, so evaluation records no autodiff graph.
 
-use burn::module::Module;
+use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
@@ -302,6 +302,47 @@ pub struct HeadGradient {
     pub steps: usize,
 }
 
+/// Scale `grads` by min(1, max / (‖g‖ + 1e-6)), ‖g‖ the L2 norm of all of `model`'s
+/// parameter gradients together — PyTorch's `clip_grad_norm_` (Burn's own clipping
+/// acts on each tensor alone). Returns ‖g‖ before clipping.
+pub fn clip_global_norm(grads: &mut GradientsParams, model: &NodeClassifier, max: f64) -> f64 {
+    struct SquaredNorm<'a> {
+        grads: &'a GradientsParams,
+        sum: Option<Tensor<1>>,
+    }
+    impl ModuleVisitor for SquaredNorm<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if let Some(g) = self.grads.get::<D>(param.id) {
+                let s = g.powf_scalar(2.0).sum();
+                self.sum = Some(match self.sum.take() {
+                    Some(acc) => acc + s,
+                    None => s,
+                });
+            }
+        }
+    }
+    struct Scale<'a> {
+        grads: &'a mut GradientsParams,
+        coef: f64,
+    }
+    impl ModuleVisitor for Scale<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+            if let Some(g) = self.grads.remove::<D>(param.id) {
+                self.grads.register(param.id, g.mul_scalar(self.coef));
+            }
+        }
+    }
+    let mut norm = SquaredNorm { grads, sum: None };
+    model.visit(&mut norm);
+    let Some(sum) = norm.sum else { return 0.0 };
+    let total = sum.into_scalar::<f64>().sqrt();
+    let coef = max / (total + 1e-6);
+    if coef < 1.0 {
+        model.visit(&mut Scale { grads, coef });
+    }
+    total
+}
+
 /// A fresh optimizer as `cfg` describes it.
 pub fn optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
     let wd = (cfg.weight_decay > 0.0).then(|| WeightDecayConfig::new(cfg.weight_decay as f32));
@@ -356,7 +397,10 @@ pub fn train_local_with(
         stats.epoch_losses.push(f64::from(loss.clone().into_scalar::<f32>()));
         // LPGNN measures train accuracy on the training pass itself (dropout on).
         let train_acc = (cfg.selection == Selection::Lpgnn).then(|| accuracy(&out.logits, &d.train)).flatten();
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let mut grads = GradientsParams::from_grads(loss.backward(), &model);
+        if let Some(max) = cfg.grad_clip_norm {
+            clip_global_norm(&mut grads, &model, max);
+        }
         if let Some(head) = &model.head {
             let g = stats.head_gradient.get_or_insert_with(HeadSteps::default);
             g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|b| grads.get::<1>(b.id)));
@@ -532,6 +576,50 @@ mod tests {
         let mut a = Selector::new(Selection::ValAcc, 1.0);
         let picks: Vec<bool> = [0.3, 0.5, 0.5, 0.4, 0.6].iter().map(|&acc| a.improves(score(9.0, acc, 0.0))).collect();
         assert_eq!(picks, [true, true, false, false, true]);
+    }
+
+    /// PyTorch's `clip_grad_norm_`: one factor max/(‖g‖ + 1e-6) on every gradient when
+    /// the global norm exceeds `max`, nothing otherwise.
+    #[test]
+    fn gradients_are_clipped_by_their_global_norm() {
+        use crate::model::config::{Arch, ModelConfig};
+        use crate::model::input::{InputLayout, NodeInput};
+        use crate::model::tests::support::{f64_ad, sparse_features, tiny_graph, values};
+        let opts = f64_ad();
+        let g = GraphTensors::new(&tiny_graph(), opts.clone()).unwrap();
+        let x = NodeInput::with_layout(&sparse_features(3, 6, 10, 0.5), InputLayout::Sparse, opts.clone());
+        let model = ModelConfig { arch: Arch::Sage, head: true, dropout: 0.0, ..ModelConfig::default() }.init(10, 3, 7, opts).unwrap();
+        let grads = || GradientsParams::from_grads(model.forward(&x, &g).logits.powf_scalar(2.0).sum().backward(), &model);
+        // Every gradient on the host, in visiting order.
+        struct Host<'a>(&'a GradientsParams, Vec<Vec<f64>>);
+        impl ModuleVisitor for Host<'_> {
+            fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+                self.1.push(values(self.0.get::<D>(param.id).expect("a gradient per parameter")));
+            }
+        }
+        let host = |gp: &GradientsParams| {
+            let mut h = Host(gp, Vec::new());
+            model.visit(&mut h);
+            h.1
+        };
+        let before = host(&grads());
+        assert!(before.len() >= 5, "SAGE 2 layers + head: {}", before.len());
+        let norm = before.iter().flatten().map(|v| v * v).sum::<f64>().sqrt();
+        assert!(norm > 0.0);
+
+        let mut loose = grads();
+        assert!((clip_global_norm(&mut loose, &model, 2.0 * norm) - norm).abs() < 1e-9 * norm);
+        assert_eq!(host(&loose), before, "below the bound nothing changes");
+
+        let mut tight = grads();
+        clip_global_norm(&mut tight, &model, norm / 4.0);
+        let after = host(&tight);
+        let coef = (norm / 4.0) / (norm + 1e-6);
+        for (a, b) in after.iter().flatten().zip(before.iter().flatten()) {
+            assert!((a - coef * b).abs() <= 1e-12 * norm, "{a} vs {coef}·{b}");
+        }
+        let clipped = after.iter().flatten().map(|v| v * v).sum::<f64>().sqrt();
+        assert!((clipped - norm / 4.0).abs() < 1e-6 * norm, "{clipped} vs {}", norm / 4.0);
     }
 
     #[test]
