@@ -64,13 +64,15 @@ fn one() -> f64 {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RgnnConfig {
-    /// ε per feature of GRR; `.inf`: features as they are (no GRR-FS, no fX).
+    /// ε per feature of GRR; `.inf`: truthful reports — the features as they are with
+    /// `kx: 0`, else still smoothed by fX (the pipeline without noise; set m = d).
     pub epsilon_x: Epsilon,
     /// Features each node reports through GRR (1 ≤ m ≤ d); the others are uniform
     /// noise. Absent: all d (the released code's default).
     #[serde(default)]
     pub m: Option<usize>,
-    /// ε of randomized response per label; `.inf`: clean labels.
+    /// ε of randomized response per label; `.inf`: clean labels (still smoothed by fY
+    /// when `ky` ≥ 1: the pipeline without noise).
     pub epsilon_y: Epsilon,
     /// Feature reconstruction hops (0: train on the reports as they are).
     #[serde(default = "hops")]
@@ -88,6 +90,12 @@ pub struct RgnnConfig {
     /// Weight α of the LLP term.
     #[serde(default = "one")]
     pub alpha: f64,
+    /// Train as the released code does where it departs from the paper: cross-entropy
+    /// on softmax outputs (a second softmax: a flatter loss) and LLP bag proportions
+    /// taken from the fY-reconstructed labels and de-biased with P⁻¹ a second time.
+    /// Default `false`: the paper's loss.
+    #[serde(default)]
+    pub as_published: bool,
 }
 
 impl super::DefenseConfig for RgnnConfig {
@@ -104,7 +112,7 @@ impl super::DefenseConfig for RgnnConfig {
         }
         let state = Arc::new(Rgnn { name: name.to_string(), cfg: self.clone(), bags: Mutex::new(BTreeMap::new()) });
         let d = Defense::new(name).with_data(state.clone());
-        Ok(if self.clusters > 0 && self.alpha > 0.0 { d.with_loss(state) } else { d })
+        Ok(if (self.clusters > 0 && self.alpha > 0.0) || self.as_published { d.with_loss(state) } else { d })
     }
 }
 
@@ -158,7 +166,9 @@ impl DataTransform for Rgnn {
         let c = &self.cfg;
         let mut feature_note = String::from("node features as they are (ε_x = ∞)");
         let mut eps_x = f64::INFINITY;
-        if !c.epsilon_x.is_infinite() {
+        // ε_x = ∞ with Kx ≥ 1 keeps the pipeline with the noise removed: GRR reports
+        // truthfully (with m = d, every feature) and fX still smooths the reports.
+        if !c.epsilon_x.is_infinite() || c.kx > 0 {
             let d = data.features.cols();
             let values = discrete_values(&data.features).map_err(|msg| Error::param(self.field("epsilon_x"), msg))?;
             let grr = self.grr(&values, d)?;
@@ -172,30 +182,42 @@ impl DataTransform for Rgnn {
                 DenseMatrix { rows: values.len() / d.max(1), cols: d, data: reports.iter().map(|&x| x as f32).collect() }
             });
             eps_x = grr.node_epsilon();
-            feature_note = format!(
-                "node features through GRR-FS ({} of {} features at ε_x = {} each: m·ε_x = {}; the RGNN paper's ε_X = {:.4}, which does not bound a whole row: two rows differing in every feature give e^(m·ε_x))",
-                grr.m(),
-                grr.d(),
-                c.epsilon_x.value(),
-                grr.node_epsilon(),
-                grr.paper_epsilon()
-            );
+            feature_note = if c.epsilon_x.is_infinite() {
+                format!("node features reported truthfully ({} of {} features; the others uniform noise) and reconstructed over {} hops (ε_x = ∞)", grr.m(), grr.d(), c.kx)
+            } else {
+                format!(
+                    "node features through GRR-FS ({} of {} features at ε_x = {} each: m·ε_x = {}; the RGNN paper's ε_X = {:.4}, which does not bound a whole row: two rows differing in every feature give e^(m·ε_x))",
+                    grr.m(),
+                    grr.d(),
+                    c.epsilon_x.value(),
+                    grr.node_epsilon(),
+                    grr.paper_epsilon()
+                )
+            };
         }
         RandomizeLabels { epsilon: c.epsilon_y }.randomize(data, rng)?;
         let inverse = match &data.label_transition {
             Some(p) => Some(invert(p, data.classes).ok_or_else(|| Error::Other(format!("defense `{}`: the label transition matrix is singular", self.name)))?),
             None => None,
         };
-        if c.clusters > 0 && c.alpha > 0.0 {
-            let bags = self.bags(client, data, inverse.as_deref(), rng.random())?;
+        let bag_seed: u64 = rng.random();
+        if c.clusters > 0 && c.alpha > 0.0 && !c.as_published {
+            let bags = self.bags(client, data, inverse.as_deref(), bag_seed)?;
             self.bags.lock().expect("bags").insert(client, bags);
         }
-        if c.ky > 0 && !c.epsilon_y.is_infinite() {
-            let inverse = inverse.as_deref().expect("RR with finite ε records its transition");
-            reconstruct_labels(data, inverse, c.ky);
+        if c.ky > 0 {
+            // ε_y = ∞: clean labels, still smoothed (P = I), the pipeline without noise.
+            let identity = || (0..data.classes * data.classes).map(|i| if i % (data.classes + 1) == 0 { 1.0 } else { 0.0 }).collect::<Vec<f64>>();
+            let inverse = inverse.clone().unwrap_or_else(identity);
+            reconstruct_labels(data, &inverse, c.ky);
             // The reconstructed labels relate to the true ones by no known matrix: a
             // later loss must not "correct" them with RR's.
             data.label_transition = None;
+        }
+        if c.clusters > 0 && c.alpha > 0.0 && c.as_published {
+            // The code's order: bags of the reconstructed labels, de-biased again.
+            let bags = self.bags(client, data, inverse.as_deref(), bag_seed)?;
+            self.bags.lock().expect("bags").insert(client, bags);
         }
         Ok(Some(PrivacyCost {
             defense: String::new(),
@@ -393,6 +415,7 @@ pub fn invert(a: &[f64], k: usize) -> Option<Vec<f64>> {
 
 impl LossTransform for Rgnn {
     fn wrap(&self, client: usize, _data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
+        let inner: Box<dyn Loss> = if self.cfg.as_published { Box::new(DoubleSoftmaxCrossEntropy) } else { inner };
         let bags = self.bags.lock().expect("bags").get(&client).cloned();
         Ok(match bags {
             Some(bags) if !bags.members.is_empty() => Box::new(LlpLoss { inner, alpha: self.cfg.alpha, bags, tensors: OnceLock::new() }),
@@ -403,6 +426,17 @@ impl LossTransform for Rgnn {
 
 /// (members, bag of each member, 1/|bag| `[R, 1]`, b̃ `[R, C]`, Σ b̃ ln b̃), on the device.
 type BagTensors = (Tensor<1, Int>, Tensor<1, Int>, Tensor<2>, Tensor<2>, f64);
+
+/// The released code's classification loss: PyTorch's cross-entropy applied to
+/// softmax outputs, −log softmax(softmax(z))_y — every class's input lies in [0, 1], so
+/// the loss never falls below ln(1 + (k−1)/e) and its gradients stay small.
+pub struct DoubleSoftmaxCrossEntropy;
+
+impl Loss for DoubleSoftmaxCrossEntropy {
+    fn loss(&self, out: &Output, data: &ClientTensors) -> Option<Tensor<1>> {
+        data.train.index.as_ref().map(|(idx, y)| crate::train::cross_entropy(softmax(out.logits.clone(), 1), idx, y))
+    }
+}
 
 /// CE (or the loss built so far) + α · mean_r KL(b̃_r ‖ b̂_r).
 pub struct LlpLoss {
@@ -505,6 +539,46 @@ mod tests {
         let inv = invert(&[0.75, 0.25, 0.25, 0.75], 2).unwrap();
         reconstruct_labels(&mut d, &inv, 1);
         assert_eq!(d.labels, vec![Some(0), Some(0), Some(0), Some(1), Some(0)]);
+    }
+
+    /// ε_x = ε_y = ∞ with m = d keeps the pipeline with the noise removed: the features
+    /// become their Kx-hop means over closed neighbourhoods (π̃ of value 1 with p = 1,
+    /// q = 0 is the share itself) and the train / validation labels the arg-max of their
+    /// Ky-hop mean (P = I), exactly.
+    #[test]
+    fn without_noise_the_pipeline_still_smooths() {
+        use Role::*;
+        // Path 0–1–2 plus 3–4; binary features of width 2.
+        let mut d = local(vec![Some(1), Some(0), Some(0), Some(1), Some(1)], vec![Train, Train, Val, Train, Test], &[(0, 1), (1, 2), (3, 4)]);
+        let x = [1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0];
+        d.features = Features::Dense(DenseMatrix { rows: 5, cols: 2, data: x.iter().map(|&v| v as f32).collect() });
+        let want_x = mean_with_self_loops(&d.graph, &x, 2, 2);
+        let cfg = RgnnConfig { epsilon_x: Epsilon::INFINITE, m: None, epsilon_y: Epsilon::INFINITE, kx: 2, ky: 1, domain_size: None, clusters: 0, alpha: 0.0, as_published: false };
+        let state = Rgnn { name: "rgnn".into(), cfg, bags: Mutex::new(BTreeMap::new()) };
+        let cost = state.apply(0, &mut d, &mut crate::rng::derive(0, "t", &[])).unwrap().unwrap();
+        assert!(cost.epsilon.is_infinite());
+        let Features::Dense(got) = &d.features else { panic!("dense features") };
+        for (g, w) in got.data.iter().zip(&want_x) {
+            assert!((f64::from(*g) - w).abs() < 1e-6, "{:?} vs {want_x:?}", got.data);
+        }
+        // Labels, one hop: node 0 (1 + 0)/2 → tie → 0; node 1 (1 + 0 + 0)/3 → 0;
+        // node 2 (val; 0 + 0)/2 → 0; node 3 (1 + held nothing: node 4 is test) → 1.
+        assert_eq!(d.labels, vec![Some(0), Some(0), Some(0), Some(1), Some(1)]);
+    }
+
+    /// The released code's loss, by hand: logits (0, ln 3) → softmax (1/4, 3/4) → a
+    /// second softmax e^{3/4}/(e^{1/4} + e^{3/4}) for class 1.
+    #[test]
+    fn double_softmax_cross_entropy_by_hand() {
+        use Role::*;
+        let d = local(vec![Some(1), Some(0)], vec![Train, Val], &[(0, 1)]);
+        let device = Device::flex();
+        let tensors = ClientTensors::new(&d, 16, &device).unwrap();
+        let logits = Tensor::<2>::from_data(TensorData::new(vec![0.0f32, 3f32.ln(), 0.0, 0.0], [2, 2]), &device);
+        let out = Output { logits, head_input: None };
+        let got = f64::from(DoubleSoftmaxCrossEntropy.loss(&out, &tensors).unwrap().into_scalar::<f32>());
+        let want = -((0.75f64).exp() / ((0.25f64).exp() + (0.75f64).exp())).ln();
+        assert!((got - want).abs() < 1e-6, "{got} vs {want}");
     }
 
     /// Bags {0, 1} and {2, 3} (node 3 is test): b'_0 = (.5, .5), b'_1 = (0, 1) → P⁻¹ →

@@ -235,7 +235,7 @@ pub fn lpgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Pat
         let t = Instant::now();
         let specs = chosen.iter().map(|cell| cell_overrides(&opts.dataset, paper, cell)).collect::<Result<Vec<_>>>()?;
         let bases: Vec<(String, Vec<String>)> = chosen.iter().zip(&specs).map(|(cell, (base, _))| (cell.label.to_string(), base.clone())).collect();
-        let results = super::seed_runs(&dir, (SCENARIO, "reproduce lpgnn"), &bases, opts.runs, s, epochs, &quiet)?;
+        let results = super::seed_runs(&dir, (SCENARIO, "reproduce lpgnn"), &bases, opts.runs, s, &s.overrides(epochs), &quiet)?;
         for ((cell, (_, setting)), runs) in chosen.iter().zip(&specs).zip(results) {
             // REPRODUCTION.md gives Cora's centralized values only.
             let value =

@@ -73,7 +73,7 @@ pub(crate) fn run_cells(
 }
 
 /// Every cell's runs (`base`, a scenario's text named `name` in errors, with the
-/// cell's overrides, then the setting's for `epochs`) over seeds 0..`runs`, through
+/// cell's overrides, then `setting`'s, `budget`) over seeds 0..`runs`, through
 /// [`run_cells`] into `dir/<setting>/`; per cell, the runs' metrics in seed order.
 pub(crate) fn seed_runs(
     dir: &Path,
@@ -81,14 +81,14 @@ pub(crate) fn seed_runs(
     cells: &[(String, Vec<String>)],
     runs: usize,
     setting: Setting,
-    epochs: usize,
+    budget: &[String],
     opts: &RunOptions,
 ) -> Result<Vec<Vec<RunMetrics>>> {
     let cells = cells
         .iter()
         .map(|(label, overrides)| {
             let mut o = overrides.clone();
-            o.extend(setting.overrides(epochs));
+            o.extend(budget.iter().cloned());
             let columns = vec![("cell".to_string(), label.clone()), ("setting".to_string(), setting.name().to_string())];
             Ok(BuiltCell { id: format!("cell={label}"), columns, scenario: Scenario::parse(base, name, &o)? })
         })
@@ -118,12 +118,18 @@ impl Setting {
     /// 10 Louvain clients, ⌈epochs/10⌉ FedAvg rounds of 10 epochs (fewer if `epochs` <
     /// 10) with each client's optimizer state kept, the last epoch's model sent.
     pub fn overrides(self, epochs: usize) -> Vec<String> {
+        self.overrides_with_rounds(epochs, epochs.div_ceil(10))
+    }
+
+    /// [`overrides`](Self::overrides) with `rounds` FedAvg rounds when federated (a table
+    /// whose federated runs need more rounds than ⌈epochs/10⌉ to converge).
+    pub fn overrides_with_rounds(self, epochs: usize, rounds: usize) -> Vec<String> {
         match self {
             Setting::Centralized => vec![format!("train.epochs={epochs}")],
             Setting::Federated => vec![
                 "federation.centralized=false".into(),
                 "partition={method: louvain, clients: 10}".into(),
-                format!("federation.rounds={}", epochs.div_ceil(10)),
+                format!("federation.rounds={rounds}"),
                 format!("train.epochs={}", epochs.min(10)),
                 "train.keep_optimizer_state=true".into(),
                 "train.selection=last".into(),
@@ -182,8 +188,8 @@ pub const CSV_HEADER: &str = "paper,table,dataset,model,setting,metric,runs,ours
 pub const UNEXPLAINED: &str = "outside the paper's tolerance; cause not established";
 
 /// The keys a `setting` may use, in the order they appear.
-pub const SETTING_KEYS: [&str; 14] =
-    ["features", "mechanism", "method", "eps_x", "eps_y", "eps_a", "eps", "kx", "ky", "attack", "defense", "local_epochs", "clip", "calibration"];
+pub const SETTING_KEYS: [&str; 15] =
+    ["features", "mechanism", "method", "eps_x", "eps_y", "eps_a", "eps", "kx", "ky", "attack", "defense", "local_epochs", "clip", "calibration", "variant"];
 
 /// A cell's `setting` from `(key, value)` pairs in any order: sorted into
 /// [`SETTING_KEYS`] order; a key outside it is a programming error.
@@ -255,12 +261,56 @@ pub struct Report<'a> {
     pub timings: Vec<(String, f64)>,
 }
 
+/// The like-for-like non-private setting of a private one: every `eps*` key set to
+/// `inf` (the same pipeline without noise); `None` when no ε in `setting` is finite.
+pub fn without_noise(setting: &str) -> Option<String> {
+    let mut private = false;
+    let parts: Vec<String> = setting
+        .split(';')
+        .map(|kv| match kv.split_once('=') {
+            Some((k, v)) if k.starts_with("eps") && v != "inf" => {
+                private = true;
+                format!("{k}=inf")
+            }
+            _ => kv.to_string(),
+        })
+        .collect();
+    private.then(|| parts.join(";"))
+}
+
 impl Report<'_> {
+    /// The sanity law "a private model never beats the same pipeline without noise":
+    /// one line per `test_accuracy` cell whose mean exceeds that of the same table's
+    /// cell at [`without_noise`] of its setting by more than its 95 % half-width.
+    pub fn private_beats_baseline(&self) -> Vec<String> {
+        let cells = &self.cells.0;
+        let mut out = Vec::new();
+        for c in cells.iter().filter(|c| c.metric == "test_accuracy") {
+            let Some(base) = without_noise(&c.setting) else { continue };
+            let Some(b) = cells.iter().find(|b| b.table == c.table && b.model == c.model && b.metric == c.metric && b.setting == base) else { continue };
+            let ((mean, ci), (base_mean, _)) = (mean_ci95(&c.values), mean_ci95(&b.values));
+            if mean - base_mean > ci {
+                out.push(format!(
+                    "{} / {}: private `{}` scores {mean:.2} ± {ci:.2}, above the same pipeline without noise (`{base}`, {base_mean:.2}) by more than its CI",
+                    c.table, c.model, c.setting
+                ));
+            }
+        }
+        out
+    }
+
     /// `reproduce.csv` and `reproduce.md`.
     pub fn render(&self) -> (String, String) {
         let mut csv = String::from(CSV_HEADER);
         csv.push('\n');
         let mut md = self.intro.clone();
+        let beats = self.private_beats_baseline();
+        if !beats.is_empty() {
+            md.push_str("\n**⚠ A private cell beats its non-private baseline — a bug or a protocol difference, not a privacy gain:**\n\n");
+            for b in &beats {
+                writeln!(md, "- **{b}**").expect("string");
+            }
+        }
         md.push_str("\n| table | model | setting | metric | runs | ours | ± | paper | ± | within | note |\n|---|---|---|---|---:|---:|---:|---:|---:|---|---|\n");
         for c in &self.cells.0 {
             let (mean, ci) = mean_ci95(&c.values);
@@ -304,8 +354,12 @@ impl Report<'_> {
         (csv, md)
     }
 
-    /// Write both files into `dir` (claimed earlier).
+    /// Write both files into `dir` (claimed earlier); warn on stderr about every
+    /// private cell above its baseline.
     pub fn write(&self, dir: &ResultsDir) -> Result<()> {
+        for b in self.private_beats_baseline() {
+            eprintln!("warning: reproduce {} {}: {b}", self.paper, self.dataset);
+        }
         let (csv, md) = self.render();
         dir.write("reproduce.csv", csv.as_bytes())?;
         dir.write("reproduce.md", md.as_bytes())?;
@@ -383,6 +437,30 @@ mod tests {
         assert_eq!(notes, ["", "a known; documented cause; here", UNEXPLAINED, ""]);
         assert!(csv.lines().all(|l| l.split(',').count() == CSV_HEADER.split(',').count()), "{csv}");
         assert!(md.contains("| false | a known; documented cause; here |"), "{md}");
+    }
+
+    #[test]
+    fn a_private_cell_above_its_baseline_is_flagged() {
+        assert_eq!(without_noise("method=rgnn;eps_x=1;eps_y=0.5;kx=16;ky=16").as_deref(), Some("method=rgnn;eps_x=inf;eps_y=inf;kx=16;ky=16"));
+        assert_eq!(without_noise("method=rgnn;eps_x=inf;eps_y=inf;kx=16;ky=16"), None);
+        assert_eq!(without_noise("eps=2").as_deref(), Some("eps=inf"));
+        let mut cells = Cells::default();
+        for v in [80.0, 81.0, 79.0] {
+            cells.push("centralized", "sage", "method=a;eps_x=inf;eps_y=inf", "test_accuracy", v, None);
+            cells.push("centralized", "sage", "method=a;eps_x=1;eps_y=3", "test_accuracy", v - 5.0, None); // below: fine
+            cells.push("centralized", "sage", "method=a;eps_x=1;eps_y=2", "test_accuracy", v + 0.3, None); // within its CI (±1)
+            cells.push("centralized", "sage", "method=a;eps_x=1;eps_y=1", "test_accuracy", v + 10.0, None); // flagged
+            cells.push("federated", "sage", "method=a;eps_x=1;eps_y=1", "test_accuracy", v + 10.0, None); // no baseline in its table
+            cells.push("centralized", "sage", "method=b;eps_x=1;eps_y=1", "cos_sim", v + 10.0, None); // not accuracy
+        }
+        let within = |_: f64, _: f64, _: &PaperValue| true;
+        let report = Report { paper: "p", dataset: "d", cells: &cells, intro: String::new(), within: &within, explain: &|_, _| None, timings: vec![] };
+        let beats = report.private_beats_baseline();
+        assert_eq!(beats.len(), 1, "{beats:?}");
+        assert!(beats[0].contains("`method=a;eps_x=1;eps_y=1` scores 90.00"), "{beats:?}");
+        let (csv, md) = report.render();
+        assert!(md.contains("**⚠ A private cell beats its non-private baseline") && md.contains("- **centralized / sage: private `method=a;eps_x=1;eps_y=1`"), "{md}");
+        assert!(!csv.contains('⚠'), "the CSV keeps its contract");
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub fn solitude(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<
         let t = Instant::now();
         let specs: Vec<_> = chosen.iter().map(|(_, method, eps_a)| cell_overrides(&opts.dataset, method, *eps_a)).collect();
         let bases: Vec<(String, Vec<String>)> = chosen.iter().zip(&specs).map(|((label, ..), (base, _))| (label.clone(), base.clone())).collect();
-        let results = super::seed_runs(&dir, (SCENARIO, "reproduce solitude"), &bases, opts.runs, s, epochs, &quiet)?;
+        let results = super::seed_runs(&dir, (SCENARIO, "reproduce solitude"), &bases, opts.runs, s, &s.overrides(epochs), &quiet)?;
         for (((_, method, eps_a), (_, setting)), runs) in chosen.iter().zip(&specs).zip(results) {
             let value = cora_value(method, *eps_a).filter(|_| is_cora && s == Setting::Centralized);
             let mut sums = [0.0; 4];
