@@ -206,10 +206,8 @@ impl DataTransform for Rgnn {
             self.bags.lock().expect("bags").insert(client, bags);
         }
         if c.ky > 0 {
-            // ε_y = ∞: clean labels, still smoothed (P = I), the pipeline without noise.
-            let identity = || (0..data.classes * data.classes).map(|i| if i % (data.classes + 1) == 0 { 1.0 } else { 0.0 }).collect::<Vec<f64>>();
-            let inverse = inverse.clone().unwrap_or_else(identity);
-            reconstruct_labels(data, &inverse, c.ky);
+            // ε_y = ∞ (no transition): clean labels, still smoothed — the pipeline without noise.
+            reconstruct_labels(data, inverse.as_deref(), c.ky);
             // The reconstructed labels relate to the true ones by no known matrix: a
             // later loss must not "correct" them with RR's.
             data.label_transition = None;
@@ -365,13 +363,13 @@ pub fn reconstruct_features(graph: &Graph, grr: &GrrFs, reports: &[u32], steps: 
 
 /// fY: replace the train and validation labels by arg-max(clamp(λ P⁻¹, 1e-5)), λ the
 /// `steps`-round mean over {v} ∪ N(v) of the one-hot held labels (other rows zero).
-pub fn reconstruct_labels(data: &mut LocalData, inverse: &[f64], steps: usize) {
+pub fn reconstruct_labels(data: &mut LocalData, inverse: Option<&[f64]>, steps: usize) {
     let k = data.classes;
     let y: Vec<f64> = data.held_one_hot().into_iter().map(f64::from).collect();
     let lambda = mean_with_self_loops(&data.graph, &y, k, steps);
     for (v, (label, role)) in data.labels.iter_mut().zip(&data.roles).enumerate() {
         if let (Some(y), Role::Train | Role::Val) = (label, role) {
-            *y = argmax(&debias(&lambda[v * k..(v + 1) * k], Some(inverse))) as u32;
+            *y = argmax(&debias(&lambda[v * k..(v + 1) * k], inverse)) as u32;
         }
     }
 }
@@ -537,7 +535,7 @@ mod tests {
         use Role::*;
         let mut d = local(vec![Some(1), Some(0), Some(0), Some(1), Some(0)], vec![Train, Train, Train, Val, Test], &[(0, 1), (0, 2), (0, 3)]);
         let inv = invert(&[0.75, 0.25, 0.25, 0.75], 2).unwrap();
-        reconstruct_labels(&mut d, &inv, 1);
+        reconstruct_labels(&mut d, Some(&inv), 1);
         assert_eq!(d.labels, vec![Some(0), Some(0), Some(0), Some(1), Some(0)]);
     }
 

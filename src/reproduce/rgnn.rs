@@ -151,17 +151,12 @@ fn cell_overrides(dataset: &str, cell: &CellSpec) -> (Vec<String>, String) {
     // Without noise every feature is reported (m = d) and ε_x is ∞.
     let (x, m) = if private { (format!("{EPS_X}"), format!("m: {M}, ")) } else { (".inf".into(), String::new()) };
     let (kx, ky) = cell.steps;
+    let published = if cell.published { ", as_published: true" } else { "" };
     o.push(match method {
         Method::NonPrivate => "defenses=[]".to_string(),
-        Method::Rgnn => {
-            let published = if cell.published { ", as_published: true" } else { "" };
-            format!("defenses=[{{kind: rgnn, epsilon_x: {x}, {m}epsilon_y: {y}, kx: {kx}, ky: {ky}, clusters: 16, alpha: 1{published}}}]")
-        }
+        Method::Rgnn => format!("defenses=[{{kind: rgnn, epsilon_x: {x}, {m}epsilon_y: {y}, kx: {kx}, ky: {ky}, clusters: 16, alpha: 1{published}}}]"),
         Method::Perturbed if !private && !cell.published => "defenses=[]".to_string(),
-        Method::Perturbed => {
-            let published = if cell.published { ", as_published: true" } else { "" };
-            format!("defenses=[{{kind: rgnn, epsilon_x: {x}, {m}epsilon_y: {y}, kx: 0, ky: 0, clusters: 0{published}}}]")
-        }
+        Method::Perturbed => format!("defenses=[{{kind: rgnn, epsilon_x: {x}, {m}epsilon_y: {y}, kx: 0, ky: 0, clusters: 0{published}}}]"),
         Method::Lpgnn => format!("defenses=[{{kind: lpgnn, epsilon_x: {x}, epsilon_y: {y}, kx: {kx}, ky: {ky}, mechanism: mbm}}]"),
     });
     let s = match method {
