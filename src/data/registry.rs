@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::loaders;
+use super::loaders::{self, rgnn_tabular::Recipe};
 use super::synthetic::{self, SyntheticConfig};
 use super::Dataset;
 use crate::error::{Error, Result};
@@ -150,8 +150,9 @@ pub enum Source {
     Musae { dir: &'static str, prefix: &'static str },
     /// `<prefix>_nodes.csv` + `<prefix>_edges.csv` ([`loaders::load_node_csv`]).
     NodeCsv { dir: &'static str, prefix: &'static str },
-    /// A pickled `igraph.Graph` ([`loaders::load_igraph_pickle`]).
-    IgraphPickle { file: &'static str },
+    /// A pickled `igraph.Graph` ([`loaders::load_igraph_pickle`]), its attributes as they
+    /// are or through RGNN's preprocessing.
+    IgraphPickle { file: &'static str, recipe: Option<Recipe> },
     /// GraphData `.npz` with pickled matrices ([`loaders::load_graphdata`]).
     GraphData { file: &'static str },
     /// Planetoid's raw pickles `ind.<prefix>.*` ([`loaders::load_planetoid`]).
@@ -268,15 +269,29 @@ static KNOWN: &[DatasetSpec] = &[
     },
     DatasetSpec {
         name: "german",
-        description: "German credit, RGNN semi-synthetic graph: 955 nodes, 38 integer features, 2 classes",
-        source: Source::IgraphPickle { file: "rgnn_semisynthetic/german_synthetic_graph.pkl" },
+        description: "German credit, RGNN semi-synthetic graph: 955 nodes, 2 classes; features as RGNN's data.py makes them (37 attributes selected, age, duration and amount binned and one-hot, counts thresholded)",
+        source: Source::IgraphPickle { file: "rgnn_semisynthetic/german_synthetic_graph.pkl", recipe: Some(Recipe::German) },
         files: &["rgnn_semisynthetic/german_synthetic_graph.pkl"],
         missing_features_note: None,
     },
     DatasetSpec {
         name: "student",
-        description: "Student performance, RGNN semi-synthetic graph: 577 nodes, 32 integer features, 2 classes",
-        source: Source::IgraphPickle { file: "rgnn_semisynthetic/student_synthetic_graph.pkl" },
+        description: "Student performance, RGNN semi-synthetic graph: 577 nodes, 2 classes; features as RGNN's data.py makes them (25 attributes selected, grades thresholded at 10, codes one-hot)",
+        source: Source::IgraphPickle { file: "rgnn_semisynthetic/student_synthetic_graph.pkl", recipe: Some(Recipe::Student) },
+        files: &["rgnn_semisynthetic/student_synthetic_graph.pkl"],
+        missing_features_note: None,
+    },
+    DatasetSpec {
+        name: "german-raw",
+        description: "German credit, RGNN semi-synthetic graph: 955 nodes, the 38 raw integer attributes, 2 classes",
+        source: Source::IgraphPickle { file: "rgnn_semisynthetic/german_synthetic_graph.pkl", recipe: None },
+        files: &["rgnn_semisynthetic/german_synthetic_graph.pkl"],
+        missing_features_note: None,
+    },
+    DatasetSpec {
+        name: "student-raw",
+        description: "Student performance, RGNN semi-synthetic graph: 577 nodes, the 32 raw integer attributes, 2 classes",
+        source: Source::IgraphPickle { file: "rgnn_semisynthetic/student_synthetic_graph.pkl", recipe: None },
         files: &["rgnn_semisynthetic/student_synthetic_graph.pkl"],
         missing_features_note: None,
     },
@@ -346,7 +361,7 @@ pub fn load(name: &str, data_dir: Option<&Path>, synthetic: &SyntheticConfig, se
         Source::Musae { dir: sub, prefix } => loaders::load_musae(&dir.join(sub), prefix, name)?,
         Source::NodeCsv { dir: sub, prefix } => loaders::load_node_csv(&dir.join(sub), prefix, name)?,
         Source::GermanNifty { dir: sub } => loaders::load_german_nifty(&dir.join(sub), name)?,
-        Source::IgraphPickle { file } => loaders::load_igraph_pickle(&dir.join(file), name)?,
+        Source::IgraphPickle { file, recipe } => loaders::load_igraph_pickle(&dir.join(file), name, recipe)?,
         Source::GraphData { file } => loaders::load_graphdata(&dir.join(file), name)?,
         Source::Planetoid { dir: sub, prefix } => loaders::load_planetoid(&dir.join(sub), prefix, name)?,
         Source::Synthetic => synthetic::generate(synthetic, seed)?,
@@ -365,10 +380,10 @@ mod tests {
     #[test]
     fn names_are_unique_and_listed() {
         let mut names: Vec<&str> = known().iter().map(|s| s.name).collect();
-        assert_eq!(names.len(), 18);
+        assert_eq!(names.len(), 20);
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 18);
+        assert_eq!(names.len(), 20);
         assert!(known().iter().all(|s| s.is_synthetic() == s.files.is_empty()));
     }
 

@@ -23,6 +23,9 @@ pub enum Norm {
     Sym,
 }
 
+/// The smallest weighted in-degree [`GraphTensors::with_edge_weights`] divides by.
+const MIN_DEGREE: f64 = 1e-6;
+
 /// Device-side edge lists and normalisation weights of one graph.
 ///
 /// Edges are `u → v` for every neighbour `u` of `v`, grouped by target `v` (the CSR row
@@ -105,9 +108,12 @@ impl GraphTensors {
         }
         assert_eq!(w.dims(), [self.edges.len(), 1], "one weight per edge");
         let deg = self.edges.scatter_add(w.clone());
-        let inv_sqrt = |d: Tensor<2>| d.clone().greater_elem(0.0).float() * d.clamp_min(1e-30).powf_scalar(-0.5);
+        // The floor keeps every gradient finite where a node's in-weights all reach 0 (a
+        // learned adjacency removing them): d^{-1.5} at 1e-30 overflows f32, and 0·inf
+        // would make the masked gradient NaN. Weights are ≥ 0, so d < 1e-6 only there.
+        let inv_sqrt = |d: Tensor<2>| d.clone().greater_elem(0.0).float() * d.clamp_min(MIN_DEGREE).powf_scalar(-0.5);
         let (d_src, d_dst) = (self.edges.gather_src(deg.clone()), self.edges.gather_dst(deg.clone()));
-        let mean_w = w.clone() / d_dst.clone().clamp_min(1e-30);
+        let mean_w = w.clone() / d_dst.clone().clamp_min(MIN_DEGREE);
         let sym_w = w.clone() * inv_sqrt(d_src.clone()) * inv_sqrt(d_dst.clone());
         let gcn_edges = w * d_src.add_scalar(1.0).powf_scalar(-0.5) * d_dst.add_scalar(1.0).powf_scalar(-0.5);
         let gcn_w = Tensor::cat(vec![gcn_edges, deg.add_scalar(1.0).recip()], 0);
@@ -205,6 +211,26 @@ mod tests {
                 down[i] -= 1e-3;
                 let numeric = (f(&up) - f(&down)) / 2e-3;
                 assert!((f64::from(grad[i]) - numeric).abs() < 2e-3 * (1.0 + numeric.abs()), "{norm:?} w[{i}]: {} vs {numeric}", grad[i]);
+            }
+        }
+    }
+
+    /// A node whose in-weights all reach 0 or nearly (calibration removing its edges)
+    /// receives (nearly) 0 and leaves every gradient finite.
+    #[test]
+    fn a_node_with_all_in_weights_at_zero_keeps_gradients_finite() {
+        let device = Device::flex().autodiff();
+        let g = GraphTensors::new(&directed(), &Device::flex()).unwrap();
+        let x = Tensor::<2>::from_data(TensorData::new(vec![1.0f32, -2.0, 0.5, 3.0, 2.0, 1.0, -1.0, 0.25], [4, 2]), &device);
+        // Edges in CSR order: 3→0, 0→1, 2→1, 1→2; node 1's two in-edges at 0 and 1e-28.
+        for norm in [Norm::Mean, Norm::Sym, Norm::Gcn] {
+            let w = Tensor::<2>::from_data(TensorData::new(vec![0.7f32, 1e-28, 0.0, 0.4], [4, 1]), &device).require_grad();
+            let out = g.with_edge_weights(w.clone()).propagate(x.clone(), norm);
+            let grads = (out.clone() * out.clone()).sum().backward();
+            let grad = values(w.grad(&grads).unwrap());
+            assert!(grad.iter().all(|v| v.is_finite()), "{norm:?}: {grad:?}");
+            if norm != Norm::Gcn {
+                assert!(values(out.inner())[2..4].iter().all(|v| v.abs() < 1e-20), "{norm:?}: node 1 receives nothing");
             }
         }
     }

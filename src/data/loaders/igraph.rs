@@ -3,17 +3,19 @@
 //! count, edge list, directed, graph attributes, vertex attributes, edge attributes).
 //! Vertex attribute `class` is the label; `name` (provenance) is dropped; every other
 //! attribute, in the pickle's order, is a dense feature column — as the data README's
-//! derived `<name>_nodes.csv` / `<name>_edges.csv` lay it out.
+//! derived `<name>_nodes.csv` / `<name>_edges.csv` lay it out — unless a
+//! [`Recipe`] (RGNN's own preprocessing) is given.
 
 use std::path::Path;
 
+use super::rgnn_tabular::{self, Recipe};
 use super::{class_count, finish, numbered_classes};
 use crate::data::pickle;
 use crate::data::{Dataset, DenseMatrix, Features, Graph};
 use crate::error::{Error, Result};
 
-/// Load a pickled igraph graph.
-pub fn load_igraph_pickle(path: &Path, name: &str) -> Result<Dataset> {
+/// Load a pickled igraph graph, its attributes through `recipe` when one is given.
+pub fn load_igraph_pickle(path: &Path, name: &str, recipe: Option<Recipe>) -> Result<Dataset> {
     let bytes = std::fs::read(path).map_err(|e| Error::data_file(path, format!("cannot read: {e}")))?;
     let p = pickle::parse(&bytes, &[("igraph", "Graph")], path)?;
     let err = |msg: &str| Error::data_file(path, format!("igraph pickle: {msg}"));
@@ -36,7 +38,7 @@ pub fn load_igraph_pickle(path: &Path, name: &str) -> Result<Dataset> {
         edges.push((u as usize, v as usize));
     }
     let pickle::Node::Dict(attrs) = p.node(*vertex_attrs) else { return Err(err("the vertex attributes are not a dict")) };
-    let (mut labels, mut columns) = (None, Vec::new());
+    let (mut labels, mut names, mut columns) = (None, Vec::new(), Vec::new());
     for &(k, v) in attrs {
         let key = p.str(k).ok_or_else(|| err("a vertex attribute without a name"))?;
         let values: Vec<f64> = p
@@ -57,8 +59,14 @@ pub fn load_igraph_pickle(path: &Path, name: &str) -> Result<Dataset> {
         match key.as_str() {
             "class" => labels = Some(values),
             "name" => {}
-            _ => columns.push(values),
+            _ => {
+                names.push(key);
+                columns.push(values);
+            }
         }
+    }
+    if let Some(recipe) = recipe {
+        (_, columns) = rgnn_tabular::apply(recipe, &names, &columns, &|m| err(m))?;
     }
     let labels: Vec<Option<u32>> = labels
         .ok_or_else(|| err("no `class` vertex attribute (the label)"))?

@@ -24,6 +24,7 @@ mod musae;
 mod node_csv;
 mod npz;
 mod planetoid;
+pub mod rgnn_tabular;
 mod text;
 
 use std::path::Path;
