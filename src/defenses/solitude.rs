@@ -411,4 +411,30 @@ mod tests {
         assert!(got.data.iter().zip(&expected).all(|(a, b)| (a - b).abs() < 1e-6), "{:?} vs {expected:?}", got.data);
         assert!(got.data.iter().any(|&v| v != 0.0) && smooth_features(&graph, &x, 0) == x);
     }
+
+    /// The pipeline smooths the features once, over the reported graph, when the data is
+    /// perturbed: the model gets the smoothed features and no further KProp rounds (an
+    /// earlier version left the rounds to the model, which then smoothed over the learned
+    /// A^c every epoch and cost accuracy). Without noise the reported graph is the true one.
+    #[test]
+    fn features_are_smoothed_once_over_the_reported_graph() {
+        use crate::data::Role;
+        let cfg: SolitudeConfig = serde_yaml::from_str("{epsilon_x: .inf, epsilon_a: .inf, kx: 2}").unwrap();
+        let state = Solitude {
+            cfg: cfg.clone(),
+            features: PerturbFeatures::new("s", &LdpFeaturesConfig { epsilon: cfg.epsilon_x, mechanism: Mechanism::MultiBit, features: FeatureSource::Raw, range: default_range(), delta: 1e-5, m: None }).unwrap(),
+            edges: PerturbEdges::new("s", &EdgeLdpConfig { epsilon: cfg.epsilon_a, symmetrize: Symmetrize::None, max_edges: 1000 }).unwrap(),
+            clients: Mutex::new(BTreeMap::new()),
+        };
+        let (graph, _) = Graph::from_edges(4, [(0, 1), (1, 2), (2, 3)], "t").unwrap();
+        let x = DenseMatrix { rows: 4, cols: 2, data: vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0] };
+        let mut data = LocalData { graph: graph.clone(), features: Features::Dense(x.clone()), labels: vec![Some(0); 4], roles: vec![Role::Train; 4], classes: 2, label_transition: None, feature_kprop: 0 };
+        state.apply(0, &mut data, &mut crate::rng::derive(1, "t", &[])).unwrap();
+        assert_eq!(data.feature_kprop, 0, "no KProp left to the model");
+        assert_eq!(data.features.to_dense(), smooth_features(&graph, &x, 2));
+        assert_ne!(data.features.to_dense(), x);
+        // Calibration has an A^c for the client, one weight per arc, none fake.
+        let a = state.clients.lock().unwrap()[&0].lock().unwrap().clone();
+        assert_eq!((a.weights.len(), a.mean_weight(Some(true)), a.removed()), (6, 0.0, (0, 0)));
+    }
 }
