@@ -314,6 +314,12 @@ enum Paper {
         /// Any dataset with features, e.g. cora, citeseer (the paper's).
         #[arg(long, default_value = "planetoid-cora")]
         dataset: String,
+        /// The backbone (the paper's table: sage).
+        #[arg(long, value_enum, default_value = "sage")]
+        model: crate::reproduce::solitude::Backbone,
+        /// Keep only the dataset's largest connected component (`dataset.preprocess.lcc`).
+        #[arg(long)]
+        lcc: bool,
         /// Runs (seeds) per cell (the paper: 5).
         #[arg(long, default_value_t = 5)]
         runs: usize,
@@ -333,7 +339,7 @@ enum Paper {
 
 /// Run a table reproduction (both settings unless some are named) and print its table.
 fn reproduce_table(
-    run: fn(&crate::reproduce::TableOptions, Option<&std::path::Path>, bool) -> Result<PathBuf>,
+    run: &dyn Fn(&crate::reproduce::TableOptions, Option<&std::path::Path>, bool) -> Result<PathBuf>,
     mut opts: crate::reproduce::TableOptions,
     common: &ReproduceArgs,
 ) -> Result<()> {
@@ -612,13 +618,13 @@ fn dispatch(command: Command) -> Result<()> {
             Ok(())
         }
         Command::Reproduce { paper: Paper::Lpgnn { dataset, runs, settings, cells, epochs, common } } => {
-            reproduce_table(crate::reproduce::lpgnn::lpgnn, crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
+            reproduce_table(&crate::reproduce::lpgnn::lpgnn, crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
         }
         Command::Reproduce { paper: Paper::Rgnn { dataset, runs, settings, cells, epochs, common } } => {
-            reproduce_table(crate::reproduce::rgnn::rgnn, crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
+            reproduce_table(&crate::reproduce::rgnn::rgnn, crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
         }
-        Command::Reproduce { paper: Paper::Solitude { dataset, runs, settings, cells, epochs, common } } => {
-            reproduce_table(crate::reproduce::solitude::solitude, crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
+        Command::Reproduce { paper: Paper::Solitude { dataset, model, lcc, runs, settings, cells, epochs, common } } => {
+            reproduce_table(&|o, out, force| crate::reproduce::solitude::solitude(o, model, lcc, out, force), crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
         }
         Command::Privacy { action } => privacy_cmd(action).map_err(|e| match e {
             // The parameters are named after the flags.

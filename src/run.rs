@@ -40,7 +40,10 @@ pub fn prepare(scenario: &Scenario, data_dir: Option<&Path>) -> Result<Prepared>
     let t = Instant::now();
     let mut dataset = registry::load(&scenario.dataset.name, data_dir, &scenario.synthetic(), seed)?;
     let pre = &scenario.dataset.preprocess;
-    if *pre != Default::default() {
+    if pre.lcc {
+        dataset = dataset.largest_component();
+    }
+    if pre.minmax || pre.group_columns.is_some() {
         let features = dataset.require_features()?;
         dataset.features = Some(pre.apply(features)?);
     }

@@ -139,3 +139,24 @@ fn solitude_federated_on_cora_reports_calibration() {
     assert!(acc > 30.0, "{acc}");
     assert!(std::fs::read_to_string(out.join("reproduce.md")).unwrap().contains("removed by calibration"));
 }
+
+/// Solitude's other settings from the same command: CiteSeer's largest connected
+/// component (2 120 of 3 327 nodes, as PyG's `LargestConnectedComponents`) with GCN; the
+/// CSV's model column says which backbone, and there is no paper value to compare with.
+#[test]
+fn solitude_on_citeseer_lcc_with_gcn() {
+    let Some(data) = common::data_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sol");
+    let args = [
+        "reproduce", "solitude", "--dataset", "planetoid-citeseer", "--lcc", "--model", "gcn", "--runs", "1", "--epochs", "30", "--setting",
+        "centralized", "--cell", "lpgnn-a8", "--out", out.to_str().unwrap(),
+    ];
+    let o = fgl(&args, Some(&data));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows = rows(&out);
+    assert_eq!((rows.len(), &rows[0][3][..], &rows[0][9][..]), (1, "gcn", ""));
+    let metrics = std::fs::read_to_string(out.join("centralized/cells/cell=lpgnn-a8/seed=0/metrics.json")).unwrap();
+    assert!(metrics.contains("\"nodes\": 2120"), "{metrics}");
+    assert!(std::fs::read_to_string(out.join("reproduce.md")).unwrap().starts_with("# Solitude reproduction: planetoid-citeseer (largest connected component), GCN"));
+}

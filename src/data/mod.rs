@@ -129,6 +129,25 @@ impl Dataset {
         counts
     }
 
+    /// The dataset restricted to its largest connected component (nodes renumbered in
+    /// ascending order; a shipped split keeps its roles). A note says what was dropped.
+    pub fn largest_component(mut self) -> Dataset {
+        let keep = self.graph.largest_connected_component();
+        let n = self.graph.num_nodes();
+        if keep.len() == n {
+            return self;
+        }
+        let (graph, _) = self.graph.induced_subgraph(&keep);
+        self.notes.push(format!("largest connected component: {} of {n} nodes kept", keep.len()));
+        Dataset {
+            graph,
+            features: self.features.as_ref().map(|f| f.select_rows(&keep)),
+            labels: keep.iter().map(|&v| self.labels[v]).collect(),
+            standard_split: self.standard_split.as_ref().map(|s| Split { roles: keep.iter().map(|&v| s.roles[v]).collect() }),
+            ..self
+        }
+    }
+
     pub fn stats(&self) -> DatasetStats {
         let lcc = self.graph.largest_connected_component();
         let (lcc_graph, _) = self.graph.induced_subgraph(&lcc);
@@ -145,5 +164,33 @@ impl Dataset {
             classes: self.num_classes(),
             labelled: self.labels.iter().filter(|y| y.is_some()).count(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Components {0, 1, 2} and {3, 4}: the first is kept, renumbered, with its rows of
+    /// features, labels and shipped roles.
+    #[test]
+    fn largest_component_keeps_its_rows() {
+        let (graph, build_report) = Graph::from_edges(5, [(0, 1), (1, 2), (3, 4)], "t").unwrap();
+        let d = Dataset {
+            name: "t".into(),
+            graph,
+            build_report,
+            features: Some(Features::Dense(DenseMatrix { rows: 5, cols: 1, data: vec![0.0, 1.0, 2.0, 3.0, 4.0] })),
+            labels: vec![Some(0), Some(1), None, Some(1), Some(0)],
+            class_names: vec!["a".into(), "b".into()],
+            standard_split: Some(Split { roles: vec![Role::Train, Role::Val, Role::Test, Role::Train, Role::Train] }),
+            notes: vec![],
+        }
+        .largest_component();
+        assert_eq!((d.graph.num_nodes(), d.graph.num_edges()), (3, 2));
+        assert_eq!(d.features.unwrap().to_dense().data, vec![0.0, 1.0, 2.0]);
+        assert_eq!(d.labels, vec![Some(0), Some(1), None]);
+        assert_eq!(d.standard_split.unwrap().roles, vec![Role::Train, Role::Val, Role::Test]);
+        assert_eq!(d.notes, vec!["largest connected component: 3 of 5 nodes kept".to_string()]);
     }
 }

@@ -25,6 +25,9 @@ pub struct PreprocessConfig {
     pub minmax: bool,
     /// Sum consecutive columns in groups of this size, then binarise (RGNN).
     pub group_columns: Option<usize>,
+    /// Keep only the largest connected component (PyG's `LargestConnectedComponents`;
+    /// Solitude's CiteSeer), before anything else.
+    pub lcc: bool,
 }
 
 impl PreprocessConfig {
@@ -238,7 +241,7 @@ mod tests {
     #[test]
     fn minmax_dense_drops_constant_column() {
         let f = dense(3, 3, &[1.0, 5.0, 2.0, 3.0, 5.0, 0.0, 2.0, 5.0, 4.0]);
-        let cfg = PreprocessConfig { minmax: true, group_columns: None };
+        let cfg = PreprocessConfig { minmax: true, group_columns: None, lcc: false };
         let out = cfg.apply(&f).unwrap();
         assert_eq!(out, dense(3, 2, &[0.0, 0.5, 1.0, 0.0, 0.5, 1.0]));
     }
@@ -279,15 +282,15 @@ mod tests {
         // Grouped: [[1, 0, 1], [1, 0, 0]] → column 0 constant 1 and column 1 constant 0
         // dropped; column 2 stays.
         let d = dense(2, 5, &[1.0, 0.0, 0.0, 0.0, 3.0, 0.0, 2.0, -1.0, 1.0, 0.0]);
-        let cfg = PreprocessConfig { minmax: true, group_columns: Some(2) };
+        let cfg = PreprocessConfig { minmax: true, group_columns: Some(2), lcc: false };
         assert_eq!(cfg.apply(&d).unwrap(), dense(2, 1, &[1.0, 0.0]));
-        let e = PreprocessConfig { minmax: false, group_columns: Some(0) }.validate().unwrap_err().to_string();
+        let e = PreprocessConfig { minmax: false, group_columns: Some(0), lcc: false }.validate().unwrap_err().to_string();
         assert!(e.contains("group_columns"), "{e}");
         assert_eq!(PreprocessConfig::default().apply(&d).unwrap(), d);
         let nan = dense(1, 2, &[1.0, f32::NAN]);
         assert!(cfg.apply(&nan).is_err());
         let c: PreprocessConfig = serde_yaml::from_str("minmax: true").unwrap();
-        assert_eq!(c, PreprocessConfig { minmax: true, group_columns: None });
+        assert_eq!(c, PreprocessConfig { minmax: true, group_columns: None, lcc: false });
         assert!(serde_yaml::from_str::<PreprocessConfig>("minmx: true").is_err());
     }
 }

@@ -25,6 +25,23 @@ pub const KX: usize = 4;
 pub const KY: usize = 2;
 pub const METHODS: [&str; 3] = ["base", "lpgnn", "solitude"];
 
+/// The GNN the table trains (the paper's table: GraphSAGE; GAT ignores the learned
+/// edge weights, so calibration refuses it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Backbone {
+    Sage,
+    Gcn,
+}
+
+impl Backbone {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backbone::Sage => "sage",
+            Backbone::Gcn => "gcn",
+        }
+    }
+}
+
 /// REPRODUCTION.md's Cora values (mean, ±).
 fn cora_value(method: &str, eps_a: f64) -> Option<PaperValue> {
     let row: [(f64, f64); 3] = match method {
@@ -38,7 +55,7 @@ fn cora_value(method: &str, eps_a: f64) -> Option<PaperValue> {
 }
 
 /// The table's cells: (label, method, ε_a); ε_a = ∞ is the method's pipeline without
-/// noise (ε_x = ∞ too): `base` there is SAGE on the clean graph and features (the
+/// noise (ε_x = ∞ too): `base` there is {backbone} on the clean graph and features (the
 /// non-private reference), `lpgnn` and `solitude` their like-for-like no-noise rows.
 pub fn cells() -> Vec<(String, &'static str, f64)> {
     METHODS.iter().flat_map(|&m| EPS_A.iter().copied().chain([f64::INFINITY]).map(move |e| (format!("{m}-a{}", eps(e)), m, e))).collect()
@@ -76,33 +93,42 @@ fn scores(r: &RunMetrics) -> (f64, Option<[f64; 4]>) {
 
 /// Run the Solitude reproduction and write `reproduce.md` / `reproduce.csv`; returns the
 /// results directory.
-pub fn solitude(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<PathBuf> {
+pub fn solitude(opts: &TableOptions, model: Backbone, lcc: bool, out: Option<&Path>, force: bool) -> Result<PathBuf> {
     let all = cells();
+    // Every cell trains `model`, on the largest component when asked.
+    let extra: Vec<String> = [format!("model.arch={}", model.name()), format!("dataset.preprocess={{minmax: true, lcc: {lcc}}}")].into();
+    let overrides = |dataset: &str, method: &str, eps_a: f64| {
+        let (mut o, s) = cell_overrides(dataset, method, eps_a);
+        o.extend(extra.iter().cloned());
+        (o, s)
+    };
     let labels: Vec<&str> = all.iter().map(|(l, _, _)| l.as_str()).collect();
     let chosen: Vec<_> = opts.chosen(&labels)?.into_iter().map(|i| &all[i]).collect();
     // Fail on a dataset that cannot be loaded or perturbed (the memory guard) before
     // claiming the results directory: the first chosen cell at 1 epoch.
-    let (mut probe, _) = cell_overrides(&opts.dataset, chosen[0].1, chosen[0].2);
+    let (mut probe, _) = overrides(&opts.dataset, chosen[0].1, chosen[0].2);
     probe.push("train.epochs=1".into());
     super::train_cell(SCENARIO, "reproduce solitude", &probe, &RunOptions { quiet: true, ..opts.run.clone() })?;
-    let (dir, results_dir) = super::claim(out, &format!("reproduce-solitude-{}", opts.dataset), force)?;
+    let stem = format!("reproduce-solitude-{}{}{}", opts.dataset, if lcc { "-lcc" } else { "" }, if model == Backbone::Sage { "" } else { "-gcn" });
+    let (dir, results_dir) = super::claim(out, &stem, force)?;
 
     let epochs = opts.epochs.unwrap_or(500);
     let quiet = RunOptions { quiet: true, ..opts.run.clone() };
-    let is_cora = matches!(opts.dataset.as_str(), "cora" | "planetoid-cora");
+    // The paper's values are for Cora, SAGE, the whole graph.
+    let is_cora = matches!(opts.dataset.as_str(), "cora" | "planetoid-cora") && model == Backbone::Sage && !lcc;
     let mut cells = Cells::default();
     let mut timings = Vec::new();
     let mut calibration = String::new();
     for &s in &opts.settings {
         let t = Instant::now();
-        let specs: Vec<_> = chosen.iter().map(|(_, method, eps_a)| cell_overrides(&opts.dataset, method, *eps_a)).collect();
+        let specs: Vec<_> = chosen.iter().map(|(_, method, eps_a)| overrides(&opts.dataset, method, *eps_a)).collect();
         let bases: Vec<(String, Vec<String>)> = chosen.iter().zip(&specs).map(|((label, ..), (base, _))| (label.clone(), base.clone())).collect();
         let results = super::seed_runs(&dir, (SCENARIO, "reproduce solitude"), &bases, opts.runs, s, &s.overrides(epochs), &quiet)?;
         for (((_, method, eps_a), (_, setting)), runs) in chosen.iter().zip(&specs).zip(results) {
             let value = cora_value(method, *eps_a).filter(|_| is_cora && s == Setting::Centralized);
             let mut sums = [0.0; 4];
             for (acc, counts) in runs.iter().map(scores) {
-                cells.push(s.name(), "sage", setting, "test_accuracy", acc, value);
+                cells.push(s.name(), model.name(), setting, "test_accuracy", acc, value);
                 if let Some(c) = counts {
                     sums.iter_mut().zip(c).for_each(|(a, b)| *a += b);
                 }
@@ -124,15 +150,17 @@ pub fn solitude(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<
         }
         timings.push((s.name().to_string(), t.elapsed().as_secs_f64()));
     }
+    let backbone = model.name().to_uppercase();
+    let part = if lcc { " (largest connected component)" } else { "" };
     let mut intro = format!(
-        "# Solitude reproduction: {}\n\n{} run(s) per cell (seeds 0..{}); mean and 95 % bootstrap half-width of the test accuracy \
+        "# Solitude reproduction: {}{part}, {backbone}\n\n{} run(s) per cell (seeds 0..{}); mean and 95 % bootstrap half-width of the test accuracy \
          (%). Protocol of WanyuGroup/TIFS2022-Solitude's Cora command (REFERENCE §1.3): min-max features through the multi-bit \
          mechanism at ε_x = {EPS_X}, every node's adjacency row through Warner RR at ε_a (sampled sparsely, directed reports as \
-         the released code), random 50/25/25 split, SAGE 2 × 16 SELU, Adam (lr 0.01, wd 0.001, dropout 0.5), {epochs} epochs, \
+         the released code), random 50/25/25 split, {backbone} 2 × 16 SELU, Adam (lr 0.01, wd 0.001, dropout 0.5), {epochs} epochs, \
          LPGNN's selection rule; labels not private. `base`: trained on the reported graph as it is; `lpgnn`: KProp l_x = {KX} \
          and Drop l_y = {KY} on the reported graph; `solitude`: the same with graph calibration (the paper's Eq. 14 by alternating \
          Adam steps, the released code's weights: `defenses/solitude.yaml`). ε_a = inf (ε_x = inf too): each method's pipeline \
-         without noise; `base` there is SAGE on the clean graph and features. `within`: |ours − paper| ≤ max(paper ±, 2 points). \
+         without noise; `base` there is {backbone} on the clean graph and features. `within`: |ours − paper| ≤ max(paper ±, 2 points). \
          `federated`: 10 Louvain clients, each perturbing its own subgraph's rows once (cross-client edges dropped) and \
          calibrating its own graph; FedAvg, {} round(s) × {} epoch(s), last round scored; no paper value.\n\nDifferences from the \
          released code, on purpose (docs/ldp-graphs.md): no random self loops (the code flips the diagonal too); the calibration \
