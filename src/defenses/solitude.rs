@@ -286,7 +286,7 @@ impl LocalTrainer for Calibration {
 
     fn prepare(&self, client: usize, data: &LocalData, model: &ModelConfig, _cfg: &TrainConfig, _rounds: usize, _rng: &mut Rng) -> Result<()> {
         if model.arch == crate::model::Arch::Gat {
-            // GAT weighs edges by attention only: A_c would get no task gradient.
+            // GAT weighs edges by attention only: A^c would get no task gradient.
             return Err(Error::param("model.arch", "solitude's calibration learns edge weights that GCN and GraphSAGE aggregate with; GAT ignores them (use gcn or sage, or calibrate: false)"));
         }
         let adjacency = self.adjacency(client)?;
