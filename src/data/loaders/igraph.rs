@@ -66,7 +66,7 @@ pub fn load_igraph_pickle(path: &Path, name: &str, recipe: Option<Recipe>) -> Re
         }
     }
     if let Some(recipe) = recipe {
-        (_, columns) = rgnn_tabular::apply(recipe, &names, &columns, &|m| err(m))?;
+        columns = rgnn_tabular::apply(recipe, &names, &columns, &|m| err(m))?;
     }
     let labels: Vec<Option<u32>> = labels
         .ok_or_else(|| err("no `class` vertex attribute (the label)"))?

@@ -41,9 +41,9 @@ fn bin(x: f64, bounds: &[f64], values: &[f64]) -> f64 {
     bounds.iter().position(|&b| x <= b).map_or(values[values.len() - 1], |i| values[i])
 }
 
-/// Apply `recipe` to named columns; returns the new names and columns. `err` names the
-/// file for a missing attribute.
-pub fn apply(recipe: Recipe, names: &[String], columns: &[Vec<f64>], err: &dyn Fn(&str) -> crate::error::Error) -> Result<(Vec<String>, Vec<Vec<f64>>)> {
+/// Apply `recipe` to named columns; returns the new columns. `err` names the file for a
+/// missing attribute.
+pub fn apply(recipe: Recipe, names: &[String], columns: &[Vec<f64>], err: &dyn Fn(&str) -> crate::error::Error) -> Result<Vec<Vec<f64>>> {
     let (selected, encoded): (&[&str], &[&str]) = match recipe {
         Recipe::German => (&GERMAN_SELECTED, &GERMAN_ENCODED),
         Recipe::Student => (&STUDENT_SELECTED, &STUDENT_ENCODED),
@@ -87,7 +87,7 @@ pub fn apply(recipe: Recipe, names: &[String], columns: &[Vec<f64>], err: &dyn F
     }
     cols.retain(|(n, _)| !encoded.contains(&n.as_str()));
     cols.extend(dummies);
-    Ok(cols.into_iter().unzip())
+    Ok(cols.into_iter().map(|(_, c)| c).collect())
 }
 
 #[cfg(test)]
