@@ -3,10 +3,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn fgl(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fgl-sim")).args(args).env_remove("FGL_DATA_DIR").output().expect("run fgl-sim")
+    common::fgl(args, None)
 }
 
 fn stdout(o: &Output) -> String {

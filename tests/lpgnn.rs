@@ -5,17 +5,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use common::rows;
 
 fn fgl(args: &[&str], data: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fgl-sim")).args(args).arg("--data-dir").arg(data).output().expect("run fgl-sim")
-}
-
-fn rows(dir: &Path) -> Vec<Vec<String>> {
-    let csv = std::fs::read_to_string(dir.join("reproduce.csv")).unwrap();
-    let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some(fgl_sim::reproduce::CSV_HEADER));
-    lines.map(|l| l.split(',').map(str::to_string).collect()).collect()
+    common::fgl(args, Some(data))
 }
 
 /// Four cells of REPRODUCTION.md's LPGNN table over 3 runs each (seeds 0–2), centralized

@@ -4,27 +4,11 @@
 
 mod common;
 
-use std::path::Path;
-use std::process::{Command, Output};
 
 use fgl_sim::run::{self, RunOptions};
 use fgl_sim::scenario::Scenario;
 
-fn fgl(args: &[&str], data: Option<&Path>) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_fgl-sim"));
-    c.args(args);
-    if let Some(d) = data {
-        c.arg("--data-dir").arg(d);
-    }
-    c.output().expect("run fgl-sim")
-}
-
-fn rows(dir: &Path) -> Vec<Vec<String>> {
-    let csv = std::fs::read_to_string(dir.join("reproduce.csv")).unwrap();
-    let mut lines = csv.lines();
-    assert_eq!(lines.next(), Some(fgl_sim::reproduce::CSV_HEADER));
-    lines.map(|l| l.split(',').map(str::to_string).collect()).collect()
-}
+use common::{fgl, rows};
 
 /// The quickstart's generated graph (1 000 nodes, 4 000 edges, homophily 0.8),
 /// centralized, SAGE.

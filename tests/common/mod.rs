@@ -22,3 +22,22 @@ pub fn data_dir() -> Option<PathBuf> {
     }
     dir
 }
+
+/// Runs the `fgl-sim` binary built for these tests with `--data-dir data` appended when
+/// given (and `FGL_DATA_DIR` removed, so nothing is found by accident).
+pub fn fgl(args: &[&str], data: Option<&std::path::Path>) -> std::process::Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_fgl-sim"));
+    cmd.args(args).env_remove("FGL_DATA_DIR");
+    if let Some(d) = data {
+        cmd.arg("--data-dir").arg(d);
+    }
+    cmd.output().expect("run fgl-sim")
+}
+
+/// The rows of `dir/reproduce.csv` after checking its header is the CSV contract's.
+pub fn rows(dir: &std::path::Path) -> Vec<Vec<String>> {
+    let csv = std::fs::read_to_string(dir.join("reproduce.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some(fgl_sim::reproduce::CSV_HEADER));
+    lines.map(|l| l.split(',').map(str::to_string).collect()).collect()
+}
