@@ -73,10 +73,8 @@ pub fn peak_rss_mib() -> Option<f64> {
 pub fn with_threads<T: Send>(threads: Option<usize>, f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
     match threads {
         None => f(),
-        Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build()
-            .map_err(|e| Error::param("--threads", e.to_string()))?
-            .install(f),
+        Some(n) => {
+            rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build().map_err(|e| Error::param("--threads", e.to_string()))?.install(f)
+        }
     }
 }

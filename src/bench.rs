@@ -4,15 +4,15 @@
 use std::path::Path;
 use std::time::Instant;
 
+use crate::backend::{Backend, peak_rss_mib};
 use crate::data::registry;
 use crate::data::synthetic::SyntheticConfig;
 use crate::error::Result;
-use crate::backend::{peak_rss_mib, Backend};
 use crate::fed::FedAvg;
 use crate::model::Arch;
 use crate::partition::{self, Method, PartitionConfig};
 use crate::run;
-use crate::scenario::{yaml_name, Scenario};
+use crate::scenario::{Scenario, yaml_name};
 use crate::train::{self, ClientTensors, CrossEntropy, LocalData, TrainConfig};
 
 /// The median of a non-empty list of timings.
@@ -45,11 +45,7 @@ pub fn data(dir: Option<&Path>, reps: usize) -> Result<()> {
             }
         };
         let load = median_ms(reps, || registry::load(name, dir, &synthetic, 0))?;
-        let mut line = format!(
-            "{name:<10} {:>6} nodes {:>7} edges | load {load:>8.1} ms",
-            ds.num_nodes(),
-            ds.graph.num_edges()
-        );
+        let mut line = format!("{name:<10} {:>6} nodes {:>7} edges | load {load:>8.1} ms", ds.num_nodes(), ds.graph.num_edges());
         for method in [Method::Louvain, Method::Fluid, Method::Dirichlet] {
             let cfg = PartitionConfig { method, clients: 10, ..PartitionConfig::default() };
             let t = median_ms(reps, || partition::partition(&ds, &cfg, 0))?;
@@ -299,7 +295,10 @@ pub fn attack(dir: Option<&Path>, reps: usize) -> Result<()> {
         let mut strategies: Vec<(&str, Box<dyn ServerStrategy>)> = vec![
             ("ec-lda", Box::new(lda::Lda::new("ec-lda", lda::LdaConfig { rounds: all.clone(), ..Default::default() }))),
             ("ilrg", Box::new(ilrg::Ilrg::new("ilrg", ilrg::IlrgConfig { rounds: all.clone(), ..Default::default() }))),
-            ("llg-star", Box::new(llg_star::LlgStar::new("llg-star", llg_star::LlgStarConfig { rounds: all.clone(), ..Default::default() }))),
+            (
+                "llg-star",
+                Box::new(llg_star::LlgStar::new("llg-star", llg_star::LlgStarConfig { rounds: all.clone(), ..Default::default() })),
+            ),
         ];
         let mut line = format!("{model:<5}");
         for (name, strategy) in &mut strategies {
@@ -359,9 +358,11 @@ pub fn privacy(dir: Option<&Path>, reps: usize, runs: usize, compare_pyg: Option
                 data.features.nnz(),
                 peak_rss_mib().unwrap_or(f64::NAN)
             );
-            println!("| mechanism | ε | ms | nodes/s | MB/s (dense input) | output | peak RSS during (MiB) |\n|---|---:|---:|---:|---:|---|---:|");
+            println!(
+                "| mechanism | ε | ms | nodes/s | MB/s (dense input) | output | peak RSS during (MiB) |\n|---|---:|---:|---:|---:|---|---:|"
+            );
             for (mechanism, eps) in [("mbm", 1.0), ("mbm", 8.0), ("1bm", 1.0), ("lpm", 1.0), ("agm", 1.0)] {
-                let cfg: LdpFeaturesConfig = serde_yaml::from_str(&format!("epsilon: {eps}\nmechanism: {mechanism}"))
+                let cfg: LdpFeaturesConfig = serde_norway::from_str(&format!("epsilon: {eps}\nmechanism: {mechanism}"))
                     .map_err(|e| crate::error::Error::Other(e.to_string()))?;
                 let t = PerturbFeatures::new(mechanism, &cfg)?;
                 reset_peak_rss();
@@ -391,7 +392,9 @@ pub fn privacy(dir: Option<&Path>, reps: usize, runs: usize, compare_pyg: Option
 
             // GRR-FS on the binarised features (Facebook's are binary sets: non-zero → 1),
             // one row at a time on one thread, binarising included.
-            println!("\n| grr-fs (γ = 2, d = {d}) | ε per feature | m | ms | nodes/s | node ε = m·ε | paper ε_X |\n|---|---:|---:|---:|---:|---:|---:|");
+            println!(
+                "\n| grr-fs (γ = 2, d = {d}) | ε per feature | m | ms | nodes/s | node ε = m·ε | paper ε_X |\n|---|---:|---:|---:|---:|---:|---:|"
+            );
             for m in [10, d] {
                 let grr = GrrFs::new(vec![2; d], m, Epsilon(1.0))?;
                 let (mut row, mut out) = (vec![0u32; d], vec![0u32; d]);
@@ -516,8 +519,24 @@ fn pyg_lpgnn(python: &Path, dir: Option<&Path>, runs: usize) -> std::result::Res
     let threads = rayon::current_num_threads().to_string();
     let runs = runs.max(1).to_string();
     let args = [
-        "--eps-x", "1", "--eps-y", "1", "--kx", "2", "--ky", "8", "--lr", "0.01", "--wd", "0.001", "--dropout", "0.5", "--runs", &runs,
-        "--threads", &threads,
+        "--eps-x",
+        "1",
+        "--eps-y",
+        "1",
+        "--kx",
+        "2",
+        "--ky",
+        "8",
+        "--lr",
+        "0.01",
+        "--wd",
+        "0.001",
+        "--dropout",
+        "0.5",
+        "--runs",
+        &runs,
+        "--threads",
+        &threads,
     ];
     let out = std::process::Command::new(python).arg(&script).args(args).arg("--data-dir").arg(dir).output();
     let _ = std::fs::remove_file(&script);
@@ -563,7 +582,11 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
     }
 
     // Per-node gradients of one batch, batched against the naive loop.
-    let scenario = Scenario::parse(&base("gcn", ", centralized: true", "none"), "bench", &["model.hidden=[512, 64]".into(), "model.head=true".into()])?;
+    let scenario = Scenario::parse(
+        &base("gcn", ", centralized: true", "none"),
+        "bench",
+        &["model.hidden=[512, 64]".into(), "model.head=true".into()],
+    )?;
     let prepared = run::prepare(&scenario, dir)?;
     let federation = run::federation(&scenario, &prepared, Default::default())?;
     let server = federation.server_context().clone();

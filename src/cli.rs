@@ -5,14 +5,14 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 
-use crate::data::{registry, SplitRatios, Split};
+use crate::backend::Backend;
+use crate::data::{Split, SplitRatios, registry};
 use crate::error::{Error, Result};
 use crate::partition::{self, Method, PartitionConfig};
 use crate::privacy::accountant::{self, Mechanism};
 use crate::rng;
 use crate::run::{self, RunOptions};
-use crate::backend::Backend;
-use crate::scenario::{yaml_name, Scenario};
+use crate::scenario::{Scenario, yaml_name};
 
 #[derive(Parser, Debug)]
 #[command(name = "fgl-sim", version, about = "Federated graph learning simulator with a privacy attack/defense harness")]
@@ -337,12 +337,25 @@ enum Paper {
     },
 }
 
+/// The completion script for `shell`. clap_complete's bash script names a subcommand's
+/// case arm with the bin name's hyphen spelt `__subcmd__` where its dispatch loop spells
+/// it `__` (clap-rs/clap#6421, open upstream at 4.6.11), so bash would complete nothing
+/// after `fgl-sim <subcommand>`; the arms are respelt here as the loop spells them.
+fn completions(shell: clap_complete::Shell) -> String {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "fgl-sim", &mut script);
+    let script = String::from_utf8(script).expect("clap_complete writes UTF-8");
+    match shell {
+        clap_complete::Shell::Bash => script.replace("fgl__subcmd__sim", "fgl__sim"),
+        _ => script,
+    }
+}
+
+/// A paper's table runner: (options, data directory, force) → the results directory.
+type TableRunner<'a> = dyn Fn(&crate::reproduce::TableOptions, Option<&std::path::Path>, bool) -> Result<PathBuf> + 'a;
+
 /// Run a table reproduction (both settings unless some are named) and print its table.
-fn reproduce_table(
-    run: &dyn Fn(&crate::reproduce::TableOptions, Option<&std::path::Path>, bool) -> Result<PathBuf>,
-    mut opts: crate::reproduce::TableOptions,
-    common: &ReproduceArgs,
-) -> Result<()> {
+fn reproduce_table(run: &TableRunner<'_>, mut opts: crate::reproduce::TableOptions, common: &ReproduceArgs) -> Result<()> {
     use crate::reproduce::Setting;
     if opts.settings.is_empty() {
         opts.settings = vec![Setting::Centralized, Setting::Federated];
@@ -376,7 +389,15 @@ struct ReproduceArgs {
 
 impl ReproduceArgs {
     fn run_options(&self) -> RunOptions {
-        RunOptions { data_dir: data_dir(&self.data), out: None, force: self.force || self.resume, quiet: true, threads: self.threads, progress: None, resume: self.resume }
+        RunOptions {
+            data_dir: data_dir(&self.data),
+            out: None,
+            force: self.force || self.resume,
+            quiet: true,
+            threads: self.threads,
+            progress: None,
+            resume: self.resume,
+        }
     }
 }
 
@@ -505,13 +526,21 @@ pub fn main() -> i32 {
 }
 
 fn matrix_cmd(m: &crate::matrix::Matrix, opts: &crate::matrix::MatrixOptions, dry_run: bool, emit_jobs: bool, collect: bool) -> Result<()> {
-    use crate::matrix::{self, report};
+    use crate::matrix::{self, stats};
     let out = opts.out_dir(m);
     if dry_run {
         let plan = matrix::plan(m, opts)?;
-        println!("matrix `{}`: {} cells × {} seed(s) = {} runs; results in {}", m.name, m.cells.len(), m.seeds.len(), m.runs().len(), out.display());
+        println!(
+            "matrix `{}`: {} cells × {} seed(s) = {} runs; results in {}",
+            m.name,
+            m.cells.len(),
+            m.seeds.len(),
+            m.runs().len(),
+            out.display()
+        );
         println!("{:>10}  {:>5}  cell", "est. time", "to do");
-        let fmt = |t: Option<f64>| t.map_or("?".to_string(), |t| if t < 120.0 { format!("{t:.0} s") } else { format!("{:.1} min", t / 60.0) });
+        let fmt =
+            |t: Option<f64>| t.map_or("?".to_string(), |t| if t < 120.0 { format!("{t:.0} s") } else { format!("{:.1} min", t / 60.0) });
         for (id, todo, t) in &plan.lines {
             println!("{:>10}  {:>5}  {id}", fmt(*t), todo);
         }
@@ -525,13 +554,24 @@ fn matrix_cmd(m: &crate::matrix::Matrix, opts: &crate::matrix::MatrixOptions, dr
     }
     if emit_jobs {
         let e = matrix::jobs::emit(m, &out, opts.data_dir.as_deref())?;
-        println!("{} commands written to {}/commands.txt (with slurm.sh and k8s-job.yaml); run them anywhere that sees {}, then `fgl-sim matrix {} --collect{}`", e.commands, e.dir.display(), out.display(), m.file.display(), opts.out.as_ref().map_or(String::new(), |o| format!(" --out {}", o.display())));
+        println!(
+            "{} commands written to {}/commands.txt (with slurm.sh and k8s-job.yaml); run them anywhere that sees {}, then `fgl-sim matrix {} --collect{}`",
+            e.commands,
+            e.dir.display(),
+            out.display(),
+            m.file.display(),
+            opts.out.as_ref().map_or(String::new(), |o| format!(" --out {}", o.display()))
+        );
         return Ok(());
     }
     if collect {
         let (out, rows) = matrix::collect(m, opts)?;
-        let (fin, failed, missing) = report::counts(&rows);
-        println!("report of {} runs ({fin} finished, {failed} failed, {missing} missing) written to {}/report.html", rows.len(), out.display());
+        let (fin, failed, missing) = stats::counts(&rows);
+        println!(
+            "report of {} runs ({fin} finished, {failed} failed, {missing} missing) written to {}/report.html",
+            rows.len(),
+            out.display()
+        );
         return Ok(());
     }
     let o = matrix::run(m, opts)?;
@@ -596,9 +636,11 @@ fn dispatch(command: Command) -> Result<()> {
             Ok(())
         }
         Command::Datasets { action: None, data, json } => datasets(data_dir(&data).as_deref(), json),
-        Command::Datasets { action: Some(DatasetsAction::Fetch { names, all, data_dir, mirror, attempts, quiet }), .. } => fetch_cmd(names, all, data_dir, mirror, attempts, quiet),
+        Command::Datasets { action: Some(DatasetsAction::Fetch { names, all, data_dir, mirror, attempts, quiet }), .. } => {
+            fetch_cmd(names, all, data_dir, mirror, attempts, quiet)
+        }
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "fgl-sim", &mut std::io::stdout());
+            print!("{}", completions(shell));
             Ok(())
         }
         Command::Partition { dataset, clients, method, seed, delta, alpha, data, json } => {
@@ -617,15 +659,21 @@ fn dispatch(command: Command) -> Result<()> {
             println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
             Ok(())
         }
-        Command::Reproduce { paper: Paper::Lpgnn { dataset, runs, settings, cells, epochs, common } } => {
-            reproduce_table(&crate::reproduce::lpgnn::lpgnn, crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
-        }
-        Command::Reproduce { paper: Paper::Rgnn { dataset, runs, settings, cells, epochs, common } } => {
-            reproduce_table(&crate::reproduce::rgnn::rgnn, crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
-        }
-        Command::Reproduce { paper: Paper::Solitude { dataset, model, lcc, runs, settings, cells, epochs, common } } => {
-            reproduce_table(&|o, out, force| crate::reproduce::solitude::solitude(o, model, lcc, out, force), crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() }, &common)
-        }
+        Command::Reproduce { paper: Paper::Lpgnn { dataset, runs, settings, cells, epochs, common } } => reproduce_table(
+            &crate::reproduce::lpgnn::lpgnn,
+            crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() },
+            &common,
+        ),
+        Command::Reproduce { paper: Paper::Rgnn { dataset, runs, settings, cells, epochs, common } } => reproduce_table(
+            &crate::reproduce::rgnn::rgnn,
+            crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() },
+            &common,
+        ),
+        Command::Reproduce { paper: Paper::Solitude { dataset, model, lcc, runs, settings, cells, epochs, common } } => reproduce_table(
+            &|o, out, force| crate::reproduce::solitude::solitude(o, model, lcc, out, force),
+            crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() },
+            &common,
+        ),
         Command::Privacy { action } => privacy_cmd(action).map_err(|e| match e {
             // The parameters are named after the flags.
             Error::Param { name, msg } if !name.starts_with("--") => Error::param(format!("--{}", name.replace('_', "-")), msg),
@@ -737,7 +785,9 @@ fn fetch_cmd(names: Vec<String>, all: bool, dir: Option<PathBuf>, mirror: Vec<St
         for (f, outcome) in &done.files {
             match outcome {
                 Outcome::Present => println!("present   {} (sha256 verified)", dir.join(f.path).display()),
-                Outcome::Downloaded { bytes } => println!("fetched   {} ({bytes} bytes received, sha256 verified)", dir.join(f.path).display()),
+                Outcome::Downloaded { bytes } => {
+                    println!("fetched   {} ({bytes} bytes received, sha256 verified)", dir.join(f.path).display())
+                }
             }
         }
         for path in &done.built {
@@ -801,7 +851,9 @@ fn privacy_cmd(action: PrivacyAction) -> Result<()> {
         PrivacyAction::Epsilon { sigma, acc } => (Some(sigma), None, acc),
         PrivacyAction::Sigma { target_epsilon, acc } => (None, Some(target_epsilon), acc),
     };
-    let need = |flag: &str, v: Option<usize>| v.ok_or_else(|| Error::param(flag, format!("required by --accountant {}", accountant_name(acc.accountant))));
+    let need = |flag: &str, v: Option<usize>| {
+        v.ok_or_else(|| Error::param(flag, format!("required by --accountant {}", accountant_name(acc.accountant))))
+    };
     let unused = |flag: &str, given: bool| {
         if given { Err(Error::param(flag, format!("does not apply to --accountant {}", accountant_name(acc.accountant)))) } else { Ok(()) }
     };
@@ -809,11 +861,18 @@ fn privacy_cmd(action: PrivacyAction) -> Result<()> {
         AccountantKind::DpGnn => {
             unused("--sample-rate", acc.sample_rate.is_some())?;
             let nodes = need("--nodes", acc.nodes)?;
-            let mech = Mechanism::DpGnn { nodes, max_degree: need("--max-degree", acc.max_degree)?, layers: need("--layers", acc.layers)?, batch: need("--batch", acc.batch)? };
+            let mech = Mechanism::DpGnn {
+                nodes,
+                max_degree: need("--max-degree", acc.max_degree)?,
+                layers: need("--layers", acc.layers)?,
+                batch: need("--batch", acc.batch)?,
+            };
             (mech, acc.delta.unwrap_or_else(|| accountant::default_delta(nodes)))
         }
         AccountantKind::DpSgd => {
-            for (flag, given) in [("--nodes", acc.nodes), ("--max-degree", acc.max_degree), ("--layers", acc.layers), ("--batch", acc.batch)] {
+            for (flag, given) in
+                [("--nodes", acc.nodes), ("--max-degree", acc.max_degree), ("--layers", acc.layers), ("--batch", acc.batch)]
+            {
                 unused(flag, given.is_some())?;
             }
             let q = acc.sample_rate.ok_or_else(|| Error::param("--sample-rate", "required by --accountant dp-sgd"))?;
@@ -826,7 +885,14 @@ fn privacy_cmd(action: PrivacyAction) -> Result<()> {
         "dp-gnn-code" => accountant::dpgnn_code_orders(&mech),
         list => list
             .split(',')
-            .map(|x| x.trim().parse::<f64>().map_err(|_| Error::param("--orders", format!("`{x}` is not a number: give `default`, `dp-gnn-code` or numbers > 1 separated by commas"))))
+            .map(|x| {
+                x.trim().parse::<f64>().map_err(|_| {
+                    Error::param(
+                        "--orders",
+                        format!("`{x}` is not a number: give `default`, `dp-gnn-code` or numbers > 1 separated by commas"),
+                    )
+                })
+            })
             .collect::<Result<Vec<_>>>()?,
     };
     let (sigma, spent) = match (sigma, target) {
@@ -834,7 +900,8 @@ fn privacy_cmd(action: PrivacyAction) -> Result<()> {
         (None, Some(t)) => accountant::sigma_for_epsilon(&mech, t, acc.steps, delta, acc.conversion, &orders)?,
         (None, None) => unreachable!("one of the two commands"),
     };
-    let edge = orders.iter().copied().fold(f64::NAN, f64::max) == spent.order || orders.iter().copied().fold(f64::NAN, f64::min) == spent.order;
+    let edge =
+        orders.iter().copied().fold(f64::NAN, f64::max) == spent.order || orders.iter().copied().fold(f64::NAN, f64::min) == spent.order;
     if acc.json {
         let mut out = serde_json::to_value(mech).expect("json");
         let o = out.as_object_mut().expect("object");
@@ -846,7 +913,10 @@ fn privacy_cmd(action: PrivacyAction) -> Result<()> {
         }
         o.insert("sigma".into(), json!(sigma));
         o.insert("steps".into(), json!(acc.steps));
-        o.insert("orders".into(), if matches!(acc.orders.trim(), "default" | "dp-gnn-code") { json!(acc.orders.trim()) } else { json!(orders) });
+        o.insert(
+            "orders".into(),
+            if matches!(acc.orders.trim(), "default" | "dp-gnn-code") { json!(acc.orders.trim()) } else { json!(orders) },
+        );
         for (k, v) in serde_json::to_value(spent).expect("json").as_object().expect("object") {
             o.insert(k.clone(), v.clone());
         }
@@ -865,7 +935,11 @@ fn privacy_cmd(action: PrivacyAction) -> Result<()> {
     let eps = if spent.epsilon.is_finite() { format!("{:.6}", spent.epsilon) } else { "∞".into() };
     let order = (spent.order * 1e6).round() / 1e6;
     match target {
-        Some(t) => println!("σ = {sigma:.6} for ε ≤ {t}: spends ε = {eps} at δ = {:e} (RDP order α = {order}, {} conversion)", spent.delta, spent.conversion.name()),
+        Some(t) => println!(
+            "σ = {sigma:.6} for ε ≤ {t}: spends ε = {eps} at δ = {:e} (RDP order α = {order}, {} conversion)",
+            spent.delta,
+            spent.conversion.name()
+        ),
         None => println!("σ = {sigma}: ε = {eps} at δ = {:e} (RDP order α = {order}, {} conversion)", spent.delta, spent.conversion.name()),
     }
     if edge {

@@ -5,12 +5,12 @@
 use serde::Serialize;
 
 use crate::backend::Backend;
-use crate::data::graph::BuildReport;
 use crate::data::DatasetStats;
+use crate::data::graph::BuildReport;
 use crate::fed::{AttackNote, AttackReport, Inference, RoundMetrics, ThreatModel};
 use crate::model::Arch;
 use crate::partition::{ClientReport, DroppedEdges};
-use crate::privacy::{serialize_epsilon, PrivacyCost};
+use crate::privacy::{PrivacyCost, serialize_epsilon};
 use crate::scenario::yaml_name;
 use crate::scoring::{self, DistributionScores};
 
@@ -231,7 +231,8 @@ pub fn privacy_md(clients: &[ClientMetrics]) -> String {
     if clients.iter().all(|c| c.privacy.is_empty()) {
         return String::new();
     }
-    let mut s = String::from("\n**Privacy spent** per client (sequential composition):\n\n| client | defenses (ε) | ε total |\n|---:|---|---:|\n");
+    let mut s =
+        String::from("\n**Privacy spent** per client (sequential composition):\n\n| client | defenses (ε) | ε total |\n|---:|---|---:|\n");
     let mut flagged = std::collections::BTreeSet::new();
     for c in clients {
         let parts: Vec<String> = c

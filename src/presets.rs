@@ -66,15 +66,15 @@ impl PresetSpec for DefenseSpec {
 }
 
 /// `{kind: k, fields…}` → the spec; errors are (field path, message).
-pub fn spec_from_map<S: PresetSpec>(mut map: serde_yaml::Mapping) -> std::result::Result<S, (String, String)> {
+pub fn spec_from_map<S: PresetSpec>(mut map: serde_norway::Mapping) -> std::result::Result<S, (String, String)> {
     let kind = match map.remove("kind") {
-        Some(serde_yaml::Value::String(k)) => k,
+        Some(serde_norway::Value::String(k)) => k,
         Some(other) => return Err(("kind".into(), format!("must be a name, not {other:?}"))),
         None => return Err((String::new(), format!("missing field `kind`; kinds: {}", kinds::<S>().join(", ")))),
     };
-    let tagged = serde_yaml::Value::Tagged(Box::new(serde_yaml::value::TaggedValue {
-        tag: serde_yaml::value::Tag::new(&kind),
-        value: serde_yaml::Value::Mapping(map),
+    let tagged = serde_norway::Value::Tagged(Box::new(serde_norway::value::TaggedValue {
+        tag: serde_norway::value::Tag::new(&kind),
+        value: serde_norway::Value::Mapping(map),
     }));
     serde_path_to_error::deserialize(tagged).map_err(|e| {
         let path = e.path().to_string();
@@ -90,12 +90,12 @@ pub fn spec_from_map<S: PresetSpec>(mut map: serde_yaml::Mapping) -> std::result
 }
 
 /// The spec → `{kind: k, fields…}`.
-pub fn spec_to_map<S: PresetSpec>(spec: &S) -> serde_yaml::Mapping {
-    let value = serde_yaml::to_value(spec).expect("specs serialise");
-    let serde_yaml::Value::Tagged(t) = value else { unreachable!("a spec is a newtype variant, serialised tagged") };
-    let mut map = serde_yaml::Mapping::new();
+pub fn spec_to_map<S: PresetSpec>(spec: &S) -> serde_norway::Mapping {
+    let value = serde_norway::to_value(spec).expect("specs serialise");
+    let serde_norway::Value::Tagged(t) = value else { unreachable!("a spec is a newtype variant, serialised tagged") };
+    let mut map = serde_norway::Mapping::new();
     map.insert("kind".into(), t.tag.to_string().trim_start_matches('!').into());
-    if let serde_yaml::Value::Mapping(fields) = t.value {
+    if let serde_norway::Value::Mapping(fields) = t.value {
         map.extend(fields);
     }
     map
@@ -110,7 +110,7 @@ pub fn kind_of<S: PresetSpec>(spec: &S) -> String {
 fn kinds<S: PresetSpec>() -> Vec<String> {
     builtin(S::KIND)
         .iter()
-        .filter_map(|(_, text)| serde_yaml::from_str::<serde_yaml::Value>(text).ok()?.get("kind")?.as_str().map(str::to_string))
+        .filter_map(|(_, text)| serde_norway::from_str::<serde_norway::Value>(text).ok()?.get("kind")?.as_str().map(str::to_string))
         .collect()
 }
 
@@ -126,14 +126,15 @@ pub struct Named<S> {
 impl<S: PresetSpec> Named<S> {
     /// The built-in preset `name`.
     pub fn builtin(name: &str) -> Result<Named<S>> {
-        let (name, spec) = typed(serde_yaml::Value::String(name.to_string()), None).map_err(|(_, msg)| Error::param(S::KIND.field(), msg))?;
+        let (name, spec) =
+            typed(serde_norway::Value::String(name.to_string()), None).map_err(|(_, msg)| Error::param(S::KIND.field(), msg))?;
         Ok(Named { name, spec })
     }
 }
 
 impl<S: PresetSpec> Serialize for Named<S> {
     fn serialize<Ser: serde::Serializer>(&self, s: Ser) -> std::result::Result<Ser::Ok, Ser::Error> {
-        let mut map = serde_yaml::Mapping::new();
+        let mut map = serde_norway::Mapping::new();
         map.insert("name".into(), self.name.clone().into());
         map.extend(spec_to_map(&self.spec));
         map.serialize(s)
@@ -143,10 +144,9 @@ impl<S: PresetSpec> Serialize for Named<S> {
 impl<'de, S: PresetSpec> Deserialize<'de> for Named<S> {
     /// From a resolved entry (a map); a bare name is looked up among the built-ins.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Named<S>, D::Error> {
-        let value = serde_yaml::Value::deserialize(d)?;
-        let (name, spec) = typed::<S>(value, None).map_err(|(field, msg)| {
-            serde::de::Error::custom(if field.is_empty() { msg } else { format!("field `{field}`: {msg}") })
-        })?;
+        let value = serde_norway::Value::deserialize(d)?;
+        let (name, spec) = typed::<S>(value, None)
+            .map_err(|(field, msg)| serde::de::Error::custom(if field.is_empty() { msg } else { format!("field `{field}`: {msg}") }))?;
         Ok(Named { name, spec })
     }
 }
@@ -154,40 +154,46 @@ impl<'de, S: PresetSpec> Deserialize<'de> for Named<S> {
 /// Why `name` names no built-in preset, and what would.
 fn unknown(kind: Kind, name: &str) -> String {
     let known: Vec<&str> = builtin(kind).iter().map(|(n, _)| *n).collect();
-    format!("unknown preset `{name}`; built-in: {}; or give a path to a YAML file (ending in .yaml or .yml) or an inline map", known.join(", "))
+    format!(
+        "unknown preset `{name}`; built-in: {}; or give a path to a YAML file (ending in .yaml or .yml) or an inline map",
+        known.join(", ")
+    )
 }
 
 /// One entry (name, path or map) → (name, typed spec). `base` is the directory that
 /// relative paths start from (`None`: not allowed, as when no file is involved).
 /// Errors are (path inside the entry, message).
-fn typed<S: PresetSpec>(entry: serde_yaml::Value, base: Option<&Path>) -> std::result::Result<(String, S), (String, String)> {
+fn typed<S: PresetSpec>(entry: serde_norway::Value, base: Option<&Path>) -> std::result::Result<(String, S), (String, String)> {
     let (default_name, origin, mut map) = match entry {
-        serde_yaml::Value::String(s) if s.ends_with(".yaml") || s.ends_with(".yml") => {
+        serde_norway::Value::String(s) if s.ends_with(".yaml") || s.ends_with(".yml") => {
             let Some(base) = base else {
                 return Err((String::new(), format!("preset file `{s}` cannot be resolved here (no scenario file)")));
             };
             let path = base.join(&s);
-            let text = std::fs::read_to_string(&path).map_err(|e| (String::new(), format!("preset file {}: cannot read: {e}", path.display())))?;
-            let value: serde_yaml::Value =
-                serde_yaml::from_str(&text).map_err(|e| (String::new(), format!("preset file {}: {e}", path.display())))?;
-            let serde_yaml::Value::Mapping(m) = value else {
+            let text =
+                std::fs::read_to_string(&path).map_err(|e| (String::new(), format!("preset file {}: cannot read: {e}", path.display())))?;
+            let value: serde_norway::Value =
+                serde_norway::from_str(&text).map_err(|e| (String::new(), format!("preset file {}: {e}", path.display())))?;
+            let serde_norway::Value::Mapping(m) = value else {
                 return Err((String::new(), format!("preset file {}: expected a map with `kind:`", path.display())));
             };
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("preset").to_string();
             (Some(stem), format!(" (in preset file {})", path.display()), m)
         }
-        serde_yaml::Value::String(s) => {
+        serde_norway::Value::String(s) => {
             let text = get(S::KIND, &s).ok_or_else(|| (String::new(), unknown(S::KIND, &s)))?;
-            let serde_yaml::Value::Mapping(m) = serde_yaml::from_str(text).expect("built-in presets are valid YAML") else {
+            let serde_norway::Value::Mapping(m) = serde_norway::from_str(text).expect("built-in presets are valid YAML") else {
                 unreachable!("built-in presets are maps")
             };
             (Some(s), format!(" (in built-in preset {})", S::KIND.field()), m)
         }
-        serde_yaml::Value::Mapping(m) => (None, String::new(), m),
-        other => return Err((String::new(), format!("expected a preset name, a path to a YAML file, or a map with `kind:`, not {other:?}"))),
+        serde_norway::Value::Mapping(m) => (None, String::new(), m),
+        other => {
+            return Err((String::new(), format!("expected a preset name, a path to a YAML file, or a map with `kind:`, not {other:?}")));
+        }
     };
     let name = match map.remove("name") {
-        Some(serde_yaml::Value::String(n)) if !n.trim().is_empty() => Some(n),
+        Some(serde_norway::Value::String(n)) if !n.trim().is_empty() => Some(n),
         Some(other) => return Err(("name".into(), format!("must be a non-empty string, not {other:?}{origin}"))),
         None => default_name,
     };
@@ -198,10 +204,10 @@ fn typed<S: PresetSpec>(entry: serde_yaml::Value, base: Option<&Path>) -> std::r
 
 /// Resolve the entries of `root[kind.field()]` in place into maps of `name` + spec, so
 /// that the typed scenario sees only resolved entries. Errors are (field path, message).
-pub fn resolve_entries<S: PresetSpec>(root: &mut serde_yaml::Value, base: Option<&Path>) -> std::result::Result<(), (String, String)> {
+pub fn resolve_entries<S: PresetSpec>(root: &mut serde_norway::Value, base: Option<&Path>) -> std::result::Result<(), (String, String)> {
     let field = S::KIND.field();
     let Some(entries) = root.as_mapping_mut().and_then(|m| m.get_mut(field)) else { return Ok(()) };
-    let serde_yaml::Value::Sequence(list) = entries else {
+    let serde_norway::Value::Sequence(list) = entries else {
         return Err((field.into(), "expected a list of presets, e.g. [none] or [ldp-labels, my-defense.yaml]".into()));
     };
     let mut names: Vec<String> = Vec::new();
@@ -212,7 +218,7 @@ pub fn resolve_entries<S: PresetSpec>(root: &mut serde_yaml::Value, base: Option
             return Err((at(""), format!("the name `{name}` is used twice; give one entry a `name:`")));
         }
         names.push(name.clone());
-        *entry = serde_yaml::to_value(Named { name, spec }).map_err(|e| (at(""), e.to_string()))?;
+        *entry = serde_norway::to_value(Named { name, spec }).map_err(|e| (at(""), e.to_string()))?;
     }
     Ok(())
 }
@@ -240,7 +246,7 @@ pub fn describe_all() -> String {
 }
 
 fn yaml<T: Serialize>(v: &T) -> Result<String> {
-    serde_yaml::to_string(v).map_err(|e| Error::Other(e.to_string()))
+    serde_norway::to_string(v).map_err(|e| Error::Other(e.to_string()))
 }
 
 #[cfg(test)]
@@ -254,7 +260,7 @@ mod tests {
                 let n = Named::<S>::builtin(name).unwrap();
                 assert_eq!(kind_of(&n.spec), *name);
                 // Written and read back, it is the same.
-                let back: Named<S> = serde_yaml::from_str(&serde_yaml::to_string(&n).unwrap()).unwrap();
+                let back: Named<S> = serde_norway::from_str(&serde_norway::to_string(&n).unwrap()).unwrap();
                 assert_eq!(back, n);
             }
         }
@@ -270,11 +276,11 @@ mod tests {
         std::fs::write(dir.path().join("mine.yaml"), "kind: ldp-labels\nepsilon: 2\n").unwrap();
         std::fs::write(dir.path().join("bad.yaml"), "kind: ldp-labels\nepsilom: 2\n").unwrap();
         let resolve = |yaml: &str| {
-            let mut v: serde_yaml::Value = serde_yaml::from_str(yaml).unwrap();
+            let mut v: serde_norway::Value = serde_norway::from_str(yaml).unwrap();
             resolve_entries::<DefenseSpec>(&mut v, Some(dir.path())).map(|_| v)
         };
         let v = resolve("defenses: [ldp-labels, mine.yaml, {name: strong, kind: ldp-labels, epsilon: .inf}]").unwrap();
-        let list: Vec<Named<DefenseSpec>> = serde_yaml::from_value(v["defenses"].clone()).unwrap();
+        let list: Vec<Named<DefenseSpec>> = serde_norway::from_value(v["defenses"].clone()).unwrap();
         let names: Vec<&str> = list.iter().map(|n| n.name.as_str()).collect();
         assert_eq!(names, ["ldp-labels", "mine", "strong"]);
         let DefenseSpec::LdpLabels(c) = &list[1].spec else { panic!() };

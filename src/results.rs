@@ -24,15 +24,9 @@ impl ResultsDir {
             if !path.is_dir() {
                 return Err(Error::output(path, "exists and is not a directory"));
             }
-            let non_empty = fs::read_dir(path)
-                .map_err(|e| Error::output(path, format!("cannot read: {e}")))?
-                .next()
-                .is_some();
+            let non_empty = fs::read_dir(path).map_err(|e| Error::output(path, format!("cannot read: {e}")))?.next().is_some();
             if non_empty && !force {
-                return Err(Error::output(
-                    path,
-                    "already holds results; pass --force to overwrite them, or choose another --out",
-                ));
+                return Err(Error::output(path, "already holds results; pass --force to overwrite them, or choose another --out"));
             }
         }
         Ok(ResultsDir { path: path.to_path_buf() })

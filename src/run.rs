@@ -8,14 +8,14 @@ use std::time::Instant;
 use std::io::IsTerminal;
 
 use crate::backend;
-use crate::data::{registry, Dataset, DatasetStats, Role, Split};
+use crate::data::{Dataset, DatasetStats, Role, Split, registry};
 use crate::error::{Error, Result};
 use crate::fed::{FedResult, Federation, FederationSetup, Progress};
 use crate::metrics::{self, ClientMetrics, Metrics, StageTimings};
 use crate::partition::{self, Client, ClientReport, Partition, PartitionConfig};
 use crate::results::{self, ResultsDir};
 use crate::rng;
-use crate::scenario::{yaml_name, Scenario, SplitScope};
+use crate::scenario::{Scenario, SplitScope, yaml_name};
 use crate::train::LocalData;
 
 /// Everything the data stages produce for the training stages.
@@ -71,7 +71,10 @@ fn make_split(scenario: &Scenario, dataset: &Dataset, clients: &[Client]) -> Res
     let s = &scenario.split;
     if s.standard {
         return dataset.standard_split.clone().ok_or_else(|| {
-            Error::param("split.standard", format!("dataset `{}` ships no standard split; use a random split (standard: false)", dataset.name))
+            Error::param(
+                "split.standard",
+                format!("dataset `{}` ships no standard split; use a random split (standard: false)", dataset.name),
+            )
         });
     }
     let draw = |labels: &[Option<u32>], rng: &mut rng::Rng| match s.normal_below {
@@ -223,7 +226,15 @@ pub fn score_attacks(p: &Prepared, fed: &FedResult) -> Vec<metrics::AttackMetric
 }
 
 /// `metrics.json` of a finished run.
-fn metrics_of(stem: &str, scenario: &Scenario, p: &Prepared, fed: &FedResult, stats: &DatasetStats, train_s: f64, total_ms: f64) -> Metrics {
+fn metrics_of(
+    stem: &str,
+    scenario: &Scenario,
+    p: &Prepared,
+    fed: &FedResult,
+    stats: &DatasetStats,
+    train_s: f64,
+    total_ms: f64,
+) -> Metrics {
     let last = fed.rounds.last().expect("at least one round");
     let truth = train_label_truth(p);
     let clients = p
@@ -244,7 +255,12 @@ fn metrics_of(stem: &str, scenario: &Scenario, p: &Prepared, fed: &FedResult, st
         backend: scenario.backend,
         stages_run,
         model: metrics::ModelSummary { arch: scenario.model.arch, parameters: fed.parameters },
-        last: metrics::FinalSummary { round: last.round, test_accuracy: last.test_accuracy, test_loss: last.test_loss, train_loss: last.train_loss },
+        last: metrics::FinalSummary {
+            round: last.round,
+            test_accuracy: last.test_accuracy,
+            test_loss: last.test_loss,
+            train_loss: last.train_loss,
+        },
         rounds: fed.rounds.clone(),
         dataset: metrics::DatasetSummary {
             name: p.dataset.name.clone(),
@@ -259,11 +275,21 @@ fn metrics_of(stem: &str, scenario: &Scenario, p: &Prepared, fed: &FedResult, st
             unused: p.split.count(Role::Unused),
         },
         partition: partition_summary(&scenario.partition, p, scenario.federation.centralized),
-        defenses: scenario.defenses.iter().filter(|d| !matches!(d.spec, crate::defenses::DefenseSpec::None(_))).map(|d| d.name.clone()).collect(),
+        defenses: scenario
+            .defenses
+            .iter()
+            .filter(|d| !matches!(d.spec, crate::defenses::DefenseSpec::None(_)))
+            .map(|d| d.name.clone())
+            .collect(),
         threat_model: fed.threat_model,
         clients,
         attacks,
-        timings: metrics::Timings { stages_ms: p.timings.clone(), train_seconds: train_s, round_seconds: fed.round_seconds.clone(), total_ms },
+        timings: metrics::Timings {
+            stages_ms: p.timings.clone(),
+            train_seconds: train_s,
+            round_seconds: fed.round_seconds.clone(),
+            total_ms,
+        },
     }
 }
 
@@ -274,10 +300,7 @@ pub fn client_table(dataset: &Dataset, reports: &[ClientReport]) -> String {
     s.push_str(") |\n|---:|---:|---:|---:|---:|---:|---|\n");
     for r in reports {
         let labels: Vec<String> = r.label_distribution.iter().map(|c| c.to_string()).collect();
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} |\n",
-            r.id, r.nodes, r.edges, r.train, r.val, r.test, labels.join(" / ")
-        ));
+        s.push_str(&format!("| {} | {} | {} | {} | {} | {} | {} |\n", r.id, r.nodes, r.edges, r.train, r.val, r.test, labels.join(" / ")));
     }
     s
 }
@@ -338,10 +361,7 @@ fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepare
         }
     }
     let last = fed.rounds.last().expect("at least one round");
-    s.push_str(&format!(
-        "\n**Final test accuracy** (global model, union of the clients' test nodes): {:.4}\n",
-        last.test_accuracy
-    ));
+    s.push_str(&format!("\n**Final test accuracy** (global model, union of the clients' test nodes): {:.4}\n", last.test_accuracy));
     s.push_str(&metrics::privacy_md(&results.clients));
     s.push_str(&metrics::attacks_md(results));
     s

@@ -1,6 +1,6 @@
 //! Scenario files: the YAML schema users write, its validation, and `--set` overrides.
 //!
-//! Parsing goes YAML text → `serde_yaml::Value` → (overrides applied) → typed
+//! Parsing goes YAML text → `serde_norway::Value` → (overrides applied) → typed
 //! [`Scenario`] through `serde_path_to_error`, so every error names the file, the field
 //! path (`partition.clients`) and what is allowed. Unknown fields are errors everywhere.
 //! The schema is documented field by field in `docs/scenarios.md`.
@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::attacks::{self, AttackSpec};
 use crate::backend::Backend;
+use crate::data::SplitRatios;
 use crate::data::preprocess::PreprocessConfig;
 use crate::data::synthetic::SyntheticConfig;
-use crate::data::SplitRatios;
 use crate::defenses::{self, DefenseSpec};
 use crate::error::{Error, Result};
 use crate::fed::FederationConfig;
@@ -140,8 +140,7 @@ impl Scenario {
 
     /// As [`Scenario::parse`], with preset files found relative to `base`.
     pub fn parse_in(text: &str, file: &str, base: Option<&Path>, overrides: &[String]) -> Result<Scenario> {
-        let mut value: serde_yaml::Value =
-            serde_yaml::from_str(text).map_err(|e| scenario_err(file, "(syntax)", e.to_string()))?;
+        let mut value: serde_norway::Value = serde_norway::from_str(text).map_err(|e| scenario_err(file, "(syntax)", e.to_string()))?;
         if value.is_null() {
             return Err(scenario_err(file, "(file)", "is empty; a scenario needs at least `dataset.name`"));
         }
@@ -152,7 +151,7 @@ impl Scenario {
     }
 
     /// As [`Scenario::parse_in`], from a YAML tree (`fgl-sim matrix` builds each cell's).
-    pub fn from_value(mut value: serde_yaml::Value, file: &str, base: Option<&Path>) -> Result<Scenario> {
+    pub fn from_value(mut value: serde_norway::Value, file: &str, base: Option<&Path>) -> Result<Scenario> {
         presets::resolve_entries::<DefenseSpec>(&mut value, base).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
         presets::resolve_entries::<AttackSpec>(&mut value, base).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
         let scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
@@ -217,14 +216,14 @@ impl Scenario {
 
     /// The resolved scenario, every default filled in, as YAML.
     pub fn to_yaml(&self) -> String {
-        serde_yaml::to_string(self).expect("a Scenario always serialises")
+        serde_norway::to_string(self).expect("a Scenario always serialises")
     }
 }
 
 /// How a unit enum value is spelled in a scenario (`Arch::Gcn` → `gcn`,
 /// `SplitScope::PerClient` → `per_client`), for messages and reports.
 pub fn yaml_name<T: Serialize>(value: &T) -> String {
-    serde_yaml::to_string(value).expect("a unit enum serialises").trim().to_string()
+    serde_norway::to_string(value).expect("a unit enum serialises").trim().to_string()
 }
 
 fn scenario_err(file: &str, field: &str, msg: impl Into<String>) -> Error {
@@ -235,7 +234,7 @@ fn scenario_err(file: &str, field: &str, msg: impl Into<String>) -> Error {
 /// `--set partition.clients=5`, `--set split.scope=per_client` and
 /// `--set defenses=[none]` all work. Missing intermediate sections are created; the typed
 /// deserialisation that follows rejects any path that is not a field.
-fn apply_override(root: &mut serde_yaml::Value, spec: &str) -> std::result::Result<(), (String, String)> {
+fn apply_override(root: &mut serde_norway::Value, spec: &str) -> std::result::Result<(), (String, String)> {
     let Some((path, raw)) = spec.split_once('=') else {
         return Err(("--set".into(), format!("`{spec}` is not of the form path=value (e.g. partition.clients=5)")));
     };
@@ -243,31 +242,29 @@ fn apply_override(root: &mut serde_yaml::Value, spec: &str) -> std::result::Resu
     if path.is_empty() || path.split('.').any(str::is_empty) {
         return Err(("--set".into(), format!("`{path}` is not a field path like `partition.clients`")));
     }
-    let value: serde_yaml::Value =
-        serde_yaml::from_str(raw).map_err(|e| (path.to_string(), format!("value `{raw}` is not valid YAML: {e}")))?;
+    let value: serde_norway::Value =
+        serde_norway::from_str(raw).map_err(|e| (path.to_string(), format!("value `{raw}` is not valid YAML: {e}")))?;
     set_field(root, path, value)
 }
 
 /// Set the field at dotted `path` of the YAML tree to `value`, creating missing
 /// sections; errors are (field path, message). The typed deserialisation that follows
 /// rejects any path that is not a field.
-pub fn set_field(root: &mut serde_yaml::Value, path: &str, value: serde_yaml::Value) -> std::result::Result<(), (String, String)> {
+pub fn set_field(root: &mut serde_norway::Value, path: &str, value: serde_norway::Value) -> std::result::Result<(), (String, String)> {
     let mut node = root;
     let segments: Vec<&str> = path.split('.').collect();
     for (i, seg) in segments.iter().enumerate() {
         if node.is_null() {
-            *node = serde_yaml::Value::Mapping(Default::default());
+            *node = serde_norway::Value::Mapping(Default::default());
         }
         let prefix = segments[..i].join(".");
-        let map = node
-            .as_mapping_mut()
-            .ok_or_else(|| (prefix.clone(), format!("is not a section, so `{path}` cannot be set")))?;
-        let key = serde_yaml::Value::String((*seg).to_string());
+        let map = node.as_mapping_mut().ok_or_else(|| (prefix.clone(), format!("is not a section, so `{path}` cannot be set")))?;
+        let key = serde_norway::Value::String((*seg).to_string());
         if i + 1 == segments.len() {
             map.insert(key, value);
             return Ok(());
         }
-        node = map.entry(key).or_insert(serde_yaml::Value::Null);
+        node = map.entry(key).or_insert(serde_norway::Value::Null);
     }
     unreachable!("the loop returns at the last segment")
 }

@@ -159,10 +159,14 @@ fn dp_sgd_default_orders_reach_dp_accountings_exact_optimum() {
             _ => {}
         }
     }
-    assert!(at_defaults >= 4 && mid >= 1 && high >= 1, "{at_defaults} settings at dp_accounting's orders, {mid} in 11..=64, {high} past 64");
+    assert!(
+        at_defaults >= 4 && mid >= 1 && high >= 1,
+        "{at_defaults} settings at dp_accounting's orders, {mid} in 11..=64, {high} past 64"
+    );
     // The issue's setting: 0.1422 at α = 48 before; the optimum is 0.1218 at α = 55.
     let issue = accountant::epsilon(&Mechanism::DpSgd { sample_rate: 0.001 }, 2.0, 100, 1e-5, Conversion::Improved, &orders).unwrap();
-    let want = cases.iter().find(|c| f(c, "sample_rate") == 0.001 && f(c, "sigma") == 2.0 && f(c, "steps") == 100.0).expect("the issue's setting");
+    let want =
+        cases.iter().find(|c| f(c, "sample_rate") == 0.001 && f(c, "sigma") == 2.0 && f(c, "steps") == 100.0).expect("the issue's setting");
     assert_eq!(issue.order, 55.0);
     assert!(rel(issue.epsilon, f(want, "epsilon_mpmath")) < TOLERANCE, "{issue:?}");
     eprintln!("optimum: {} settings, {at_defaults} at dp_accounting's orders, largest relative difference there {worst:e}", cases.len());
@@ -178,7 +182,9 @@ fn dp_gnn_default_orders_are_no_worse_than_before() {
     let mut better = 0;
     for c in fx["cases"].as_array().unwrap() {
         let mech = Mechanism::DpGnn { nodes: u(c, "nodes"), max_degree: u(c, "max_degree"), layers: u(c, "layers"), batch: u(c, "batch") };
-        let at = |o: &[f64]| accountant::epsilon(&mech, f(c, "sigma"), f(c, "steps") as u64, f(c, "delta"), Conversion::Improved, o).unwrap().epsilon;
+        let at = |o: &[f64]| {
+            accountant::epsilon(&mech, f(c, "sigma"), f(c, "steps") as u64, f(c, "delta"), Conversion::Improved, o).unwrap().epsilon
+        };
         let (before, after) = (at(&before_orders), at(&orders));
         assert!(after <= before, "{c}: ε = {after} on the default orders, {before} before");
         assert!(after <= f(c, "epsilon") * (1.0 + TOLERANCE), "{c}: ε = {after}, the DP-GNN code's {}", f(c, "epsilon"));

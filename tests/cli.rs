@@ -84,22 +84,58 @@ fn quickstart_runs_and_never_overwrites_results() {
 fn bad_scenarios_fail_with_one_clear_message() {
     let tmp = tempfile::tempdir().unwrap();
     let cases: &[(&str, &str, &[&str])] = &[
-        ("unknown_field.yaml", "dataset: {name: synthetic}\npartition: {clients: 3, metod: louvain}\n", &["partition", "unknown field `metod`"]),
+        (
+            "unknown_field.yaml",
+            "dataset: {name: synthetic}\npartition: {clients: 3, metod: louvain}\n",
+            &["partition", "unknown field `metod`"],
+        ),
         ("wrong_type.yaml", "dataset: {name: synthetic}\npartition: {clients: many}\n", &["partition.clients", "invalid type"]),
         ("negative_ratio.yaml", "dataset: {name: synthetic}\nsplit: {train: 1.25, val: -0.25, test: 0}\n", &["split.", "[0, 1]"]),
         ("ratio_sum.yaml", "dataset: {name: synthetic}\nsplit: {train: 0.5, val: 0.3, test: 0.3}\n", &["split", "sum to 1"]),
-        ("too_many_clients.yaml", "dataset: {name: synthetic, synthetic: {nodes: 40, avg_degree: 2}}\npartition: {clients: 41}\n", &["partition.clients", "41"]),
+        (
+            "too_many_clients.yaml",
+            "dataset: {name: synthetic, synthetic: {nodes: 40, avg_degree: 2}}\npartition: {clients: 41}\n",
+            &["partition.clients", "41"],
+        ),
         ("unknown_dataset.yaml", "dataset: {name: imagenet}\n", &["dataset.name", "imagenet", "cora"]),
         ("empty.yaml", "", &["empty"]),
         ("bad_syntax.yaml", "dataset: {name: [\n", &["(syntax)"]),
         ("bad_epsilon.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: ldp-labels, epsilon: -2}]\n", &["defenses[0].epsilon", "> 0"]),
-        ("unknown_defense.yaml", "dataset: {name: synthetic}\ndefenses: [none, {kind: ldp-magic}]\n", &["defenses[1].kind", "ldp-magic", "ldp-labels"]),
-        ("missing_preset_file.yaml", "dataset: {name: synthetic}\nattacks: [nowhere.yaml]\n", &["attacks[0]", "nowhere.yaml", "cannot read"]),
-        ("ldp_eps_zero.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: ldp-features, epsilon: 0}]\n", &["defenses[0].epsilon", "> 0"]),
-        ("ldp_eps_nan.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: lpgnn, epsilon_x: .nan, epsilon_y: 1}]\n", &["defenses[0].epsilon_x", "> 0"]),
-        ("lpgnn_negative_kx.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: lpgnn, epsilon_x: 1, epsilon_y: 1, kx: -1}]\n", &["defenses[0].kx"]),
-        ("ldp_unknown_mechanism.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: ldp-features, epsilon: 1, mechanism: rappor}]\n", &["defenses[0].mechanism", "mbm"]),
-        ("attack_round_out_of_range.yaml", "dataset: {name: synthetic}\nfederation: {rounds: 4}\nattacks: [{kind: lda, rounds: [5]}]\n", &["attacks[0].rounds", "1..=4"]),
+        (
+            "unknown_defense.yaml",
+            "dataset: {name: synthetic}\ndefenses: [none, {kind: ldp-magic}]\n",
+            &["defenses[1].kind", "ldp-magic", "ldp-labels"],
+        ),
+        (
+            "missing_preset_file.yaml",
+            "dataset: {name: synthetic}\nattacks: [nowhere.yaml]\n",
+            &["attacks[0]", "nowhere.yaml", "cannot read"],
+        ),
+        (
+            "ldp_eps_zero.yaml",
+            "dataset: {name: synthetic}\ndefenses: [{kind: ldp-features, epsilon: 0}]\n",
+            &["defenses[0].epsilon", "> 0"],
+        ),
+        (
+            "ldp_eps_nan.yaml",
+            "dataset: {name: synthetic}\ndefenses: [{kind: lpgnn, epsilon_x: .nan, epsilon_y: 1}]\n",
+            &["defenses[0].epsilon_x", "> 0"],
+        ),
+        (
+            "lpgnn_negative_kx.yaml",
+            "dataset: {name: synthetic}\ndefenses: [{kind: lpgnn, epsilon_x: 1, epsilon_y: 1, kx: -1}]\n",
+            &["defenses[0].kx"],
+        ),
+        (
+            "ldp_unknown_mechanism.yaml",
+            "dataset: {name: synthetic}\ndefenses: [{kind: ldp-features, epsilon: 1, mechanism: rappor}]\n",
+            &["defenses[0].mechanism", "mbm"],
+        ),
+        (
+            "attack_round_out_of_range.yaml",
+            "dataset: {name: synthetic}\nfederation: {rounds: 4}\nattacks: [{kind: lda, rounds: [5]}]\n",
+            &["attacks[0].rounds", "1..=4"],
+        ),
     ];
     for (file, text, needles) in cases {
         let path = tmp.path().join(file);
@@ -120,7 +156,11 @@ fn bad_scenarios_fail_with_one_clear_message() {
             "dataset: {name: synthetic, preprocess: {minmax: true}}\ndefenses: [{kind: ldp-features, epsilon: 1, m: 40}]\n",
             &["ldp-features", "m = 40", "d = 32"],
         ),
-        ("ldp_outside_range.yaml", "dataset: {name: synthetic}\ndefenses: [{kind: ldp-features, epsilon: 1}]\n", &["range", "preprocess.minmax: true"]),
+        (
+            "ldp_outside_range.yaml",
+            "dataset: {name: synthetic}\ndefenses: [{kind: ldp-features, epsilon: 1}]\n",
+            &["range", "preprocess.minmax: true"],
+        ),
     ];
     for (file, text, needles) in data_cases {
         let path = tmp.path().join(file);
@@ -150,7 +190,9 @@ fn presets_command_lists_every_builtin_with_its_parameters() {
     let o = fgl(&["presets"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    for needle in ["# attacks", "## lda", "rounds: mid", "nodes: 1000", "# defenses", "## ldp-labels", "epsilon: 1.0", "forward_correction: false"] {
+    for needle in
+        ["# attacks", "## lda", "rounds: mid", "nodes: 1000", "# defenses", "## ldp-labels", "epsilon: 1.0", "forward_correction: false"]
+    {
         assert!(text.contains(needle), "`{needle}` not in:\n{text}");
     }
 }
@@ -174,7 +216,20 @@ fn every_shipped_scenario_checks() {
 #[test]
 fn partition_command_is_deterministic_and_covers_cora() {
     let Some(dir) = common::data_dir() else { return };
-    let args = ["partition", "--dataset", "cora", "--clients", "10", "--method", "louvain", "--seed", "0", "--json", "--data-dir", dir.to_str().unwrap()];
+    let args = [
+        "partition",
+        "--dataset",
+        "cora",
+        "--clients",
+        "10",
+        "--method",
+        "louvain",
+        "--seed",
+        "0",
+        "--json",
+        "--data-dir",
+        dir.to_str().unwrap(),
+    ];
     let a = fgl(&args);
     assert!(a.status.success(), "{}", stderr(&a));
     let b = fgl(&args);
@@ -212,7 +267,8 @@ fn datasets_command_lists_all_and_data_errors_name_the_file() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     for spec in fgl_sim::data::registry::known() {
-        let line = text.lines().find(|l| l.split_whitespace().next() == Some(spec.name)).unwrap_or_else(|| panic!("{} not listed", spec.name));
+        let line =
+            text.lines().find(|l| l.split_whitespace().next() == Some(spec.name)).unwrap_or_else(|| panic!("{} not listed", spec.name));
         assert!(line.contains(" ok "), "{line}");
     }
 
@@ -290,7 +346,10 @@ fn reproduce_ec_lda_writes_the_shared_csv_contract() {
     let again = fgl(&[&args[..], &[out.to_str().unwrap()]].concat());
     assert_clean_failure(&again, &["--force"]);
     assert_eq!(std::fs::read_to_string(out.join("reproduce.csv")).unwrap(), csv);
-    assert_clean_failure(&fgl(&["reproduce", "ec-lda", "--dataset", "nope", "--out", tmp.path().join("x").to_str().unwrap()]), &["--dataset", "nope"]);
+    assert_clean_failure(
+        &fgl(&["reproduce", "ec-lda", "--dataset", "nope", "--out", tmp.path().join("x").to_str().unwrap()]),
+        &["--dataset", "nope"],
+    );
     assert_clean_failure(&fgl(&["reproduce", "ec-lda", "--seeds", "0", "--out", tmp.path().join("y").to_str().unwrap()]), &["--seeds"]);
     assert!(!tmp.path().join("x").exists() && !tmp.path().join("y").exists(), "nothing written for bad options");
 }
@@ -311,7 +370,10 @@ fn reproduce_ec_lda_defense_part_scores_the_attack_against_both_defenses() {
     // dp-gnn as DP-GNN and as the EC-LDA code calibrates it: 5 each).
     assert_eq!(rows.len(), 2 * (5 + 4 * (7 + 2 * 5)), "{csv}");
     let value = |table: &str, setting: &str, metric: &str| -> f64 {
-        let r = rows.iter().find(|r| r[1] == table && r[3] == "gcn" && r[4] == setting && r[5] == metric).unwrap_or_else(|| panic!("{table} {setting} {metric}"));
+        let r = rows
+            .iter()
+            .find(|r| r[1] == table && r[3] == "gcn" && r[4] == setting && r[5] == metric)
+            .unwrap_or_else(|| panic!("{table} {setting} {metric}"));
         r[7].parse().unwrap()
     };
     let none = value("defense", "eps=inf;attack=ec-lda;defense=none;local_epochs=5;clip=0.01", "cos_sim");
@@ -371,13 +433,17 @@ fn privacy_epsilon_reproduces_the_dp_gnn_code() {
     let fx: serde_json::Value = serde_json::from_str(include_str!("fixtures/accountant/dpgnn_multiterm.json")).unwrap();
     let case = &fx["cases"][0];
     assert_eq!((case["nodes"].as_u64(), case["sigma"].as_f64(), case["steps"].as_u64()), (Some(90941), Some(2.0), Some(3000)));
-    let args = "epsilon --accountant dp-gnn --nodes 90941 --max-degree 5 --layers 1 --batch 10000 --sigma 2 --steps 3000 --orders dp-gnn-code";
+    let args =
+        "epsilon --accountant dp-gnn --nodes 90941 --max-degree 5 --layers 1 --batch 10000 --sigma 2 --steps 3000 --orders dp-gnn-code";
     let out = privacy_json(&args.split(' ').collect::<Vec<_>>());
     let (got, want) = (out["epsilon"].as_f64().unwrap(), case["epsilon"].as_f64().unwrap());
     assert!((got - want).abs() < 1e-6 * want, "{got} vs {want}");
     assert_eq!(out["delta"].as_f64(), case["delta"].as_f64(), "δ defaults to 1/(10 N)");
     assert!((out["order"].as_f64().unwrap() - case["order"].as_f64().unwrap()).abs() < 1e-9);
-    assert_eq!((out["conversion"].as_str(), out["max_terms"].as_u64(), out["accountant"].as_str()), (Some("improved"), Some(6), Some("dp-gnn")));
+    assert_eq!(
+        (out["conversion"].as_str(), out["max_terms"].as_u64(), out["accountant"].as_str()),
+        (Some("improved"), Some(6), Some("dp-gnn"))
+    );
     // Without --json: one line of inputs, one with ε.
     let o = fgl(&[&["privacy"], &args.split(' ').collect::<Vec<_>>()[..]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
@@ -386,7 +452,10 @@ fn privacy_epsilon_reproduces_the_dp_gnn_code() {
 
 #[test]
 fn privacy_sigma_round_trips_through_epsilon() {
-    for (accountant, target) in [("--accountant dp-gnn --nodes 20000 --max-degree 3 --layers 2 --batch 1000 --steps 500", 4.0), ("--accountant dp-sgd --sample-rate 0.05 --delta 1e-5 --steps 1000", 2.0)] {
+    for (accountant, target) in [
+        ("--accountant dp-gnn --nodes 20000 --max-degree 3 --layers 2 --batch 1000 --steps 500", 4.0),
+        ("--accountant dp-sgd --sample-rate 0.05 --delta 1e-5 --steps 1000", 2.0),
+    ] {
         let mut args = vec!["sigma", "--target-epsilon"];
         let t = target.to_string();
         args.push(&t);
@@ -415,6 +484,19 @@ fn privacy_bad_input_fails_with_the_flag_named() {
     assert_clean_failure(&o, &["--sigma", "> 0"]);
     let o = fgl(&["privacy", "epsilon", "--accountant", "dp-sgd", "--sample-rate", "0.1", "--sigma", "1", "--steps", "10"]);
     assert_clean_failure(&o, &["--delta", "required by --accountant dp-sgd"]);
-    let o = fgl(&["privacy", "sigma", "--accountant", "dp-sgd", "--sample-rate", "0.1", "--delta", "2", "--target-epsilon", "1", "--steps", "10"]);
+    let o = fgl(&[
+        "privacy",
+        "sigma",
+        "--accountant",
+        "dp-sgd",
+        "--sample-rate",
+        "0.1",
+        "--delta",
+        "2",
+        "--target-epsilon",
+        "1",
+        "--steps",
+        "10",
+    ]);
     assert_clean_failure(&o, &["--delta", "(0, 1)"]);
 }

@@ -71,7 +71,15 @@ fn cora() {
     let Some(d) = check("cora", ex(2708, 5278, 0, 0, (2485, 5069), Some(1433), Some(Binary), Some(49216), 7, 2708)) else {
         return;
     };
-    let names = ["Case_Based", "Genetic_Algorithms", "Neural_Networks", "Probabilistic_Methods", "Reinforcement_Learning", "Rule_Learning", "Theory"];
+    let names = [
+        "Case_Based",
+        "Genetic_Algorithms",
+        "Neural_Networks",
+        "Probabilistic_Methods",
+        "Reinforcement_Learning",
+        "Rule_Learning",
+        "Theory",
+    ];
     assert_eq!(d.class_names, names);
     assert_eq!(d.label_counts(0..d.num_nodes()), vec![298, 418, 818, 426, 217, 180, 351]);
     assert!(d.features.as_ref().unwrap().is_sparse());
@@ -89,8 +97,7 @@ fn citeseer() {
 
 #[test]
 fn planetoid_cora() {
-    let Some(d) = check("planetoid-cora", ex(2708, 5278, 0, 0, (2485, 5069), Some(1433), Some(Binary), Some(49216), 7, 2708))
-    else {
+    let Some(d) = check("planetoid-cora", ex(2708, 5278, 0, 0, (2485, 5069), Some(1433), Some(Binary), Some(49216), 7, 2708)) else {
         return;
     };
     let s = d.standard_split.as_ref().expect("planetoid ships a split");
@@ -101,8 +108,7 @@ fn planetoid_cora() {
 
 #[test]
 fn planetoid_citeseer() {
-    let Some(d) =
-        check("planetoid-citeseer", ex(3327, 4552, 124, 48, (2120, 3679), Some(3703), Some(Binary), Some(105165), 6, 3312))
+    let Some(d) = check("planetoid-citeseer", ex(3327, 4552, 124, 48, (2120, 3679), Some(3703), Some(Binary), Some(105165), 6, 3312))
     else {
         return;
     };
@@ -117,9 +123,7 @@ fn planetoid_citeseer() {
 #[test]
 fn planetoid_pubmed() {
     // The data README: 500 real TF-IDF features, 988031 non-zeros.
-    let Some(d) =
-        check("planetoid-pubmed", ex(19717, 44324, 3, 0, (19717, 44324), Some(500), Some(Real), Some(988031), 3, 19717))
-    else {
+    let Some(d) = check("planetoid-pubmed", ex(19717, 44324, 3, 0, (19717, 44324), Some(500), Some(Real), Some(988031), 3, 19717)) else {
         return;
     };
     assert_eq!(d.label_counts(0..d.num_nodes()), vec![4103, 7739, 7875]);
@@ -149,9 +153,7 @@ fn cora_ml() {
 
 #[test]
 fn amazon_photo() {
-    let Some(d) =
-        check("amazon_photo", ex(7650, 119081, 1, 115, (7487, 119043), Some(745), Some(Binary), Some(1979909), 8, 7650))
-    else {
+    let Some(d) = check("amazon_photo", ex(7650, 119081, 1, 115, (7487, 119043), Some(745), Some(Binary), Some(1979909), 8, 7650)) else {
         return;
     };
     assert_eq!(d.class_names[0], "Film Photography");
@@ -160,9 +162,7 @@ fn amazon_photo() {
 
 #[test]
 fn amazon_cs() {
-    let Some(d) =
-        check("amazon_cs", ex(13752, 245861, 0, 281, (13381, 245778), Some(767), Some(Binary), Some(3675081), 10, 13752))
-    else {
+    let Some(d) = check("amazon_cs", ex(13752, 245861, 0, 281, (13381, 245778), Some(767), Some(Binary), Some(3675081), 10, 13752)) else {
         return;
     };
     assert_eq!(d.class_names[0], "Desktops");
@@ -170,9 +170,7 @@ fn amazon_cs() {
 
 #[test]
 fn coauthor_cs() {
-    let Some(d) =
-        check("coauthor_cs", ex(18333, 81894, 0, 0, (18333, 81894), Some(6805), Some(Counts), Some(1092079), 15, 18333))
-    else {
+    let Some(d) = check("coauthor_cs", ex(18333, 81894, 0, 0, (18333, 81894), Some(6805), Some(Counts), Some(1092079), 15, 18333)) else {
         return;
     };
     assert_eq!(d.class_names[14], "theoretical_cs");
@@ -180,9 +178,7 @@ fn coauthor_cs() {
 
 #[test]
 fn coauthor_phy() {
-    let Some(d) =
-        check("coauthor_phy", ex(34493, 247962, 0, 0, (34493, 247962), Some(8415), Some(Counts), Some(1137311), 5, 34493))
-    else {
+    let Some(d) = check("coauthor_phy", ex(34493, 247962, 0, 0, (34493, 247962), Some(8415), Some(Counts), Some(1137311), 5, 34493)) else {
         return;
     };
     assert_eq!(d.class_names, ["phys rev d", "phys rev a", "phys rev b", "phys rev c", "phys rev e"]);
@@ -190,9 +186,7 @@ fn coauthor_phy() {
 
 #[test]
 fn facebook() {
-    let Some(d) =
-        check("facebook", ex(22470, 170823, 179, 0, (22470, 170823), Some(4714), Some(Binary), Some(314583), 4, 22470))
-    else {
+    let Some(d) = check("facebook", ex(22470, 170823, 179, 0, (22470, 170823), Some(4714), Some(Binary), Some(314583), 4, 22470)) else {
         return;
     };
     assert_eq!(d.class_names, ["company", "government", "politician", "tvshow"]);

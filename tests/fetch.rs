@@ -114,10 +114,16 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
             let mid = bytes.len() / 2;
             bytes[mid] ^= 0x55;
         }
-        let start: usize = range.as_deref().and_then(|r| r.strip_prefix("bytes=")).and_then(|r| r.trim_end_matches('-').parse().ok()).unwrap_or(0);
+        let start: usize =
+            range.as_deref().and_then(|r| r.strip_prefix("bytes=")).and_then(|r| r.trim_end_matches('-').parse().ok()).unwrap_or(0);
         let body = &bytes[start..];
         let head = if start > 0 {
-            format!("HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{}\r\n\r\n", body.len(), bytes.len() - 1, bytes.len())
+            format!(
+                "HTTP/1.1 206 Partial Content\r\nContent-Length: {}\r\nContent-Range: bytes {start}-{}/{}\r\n\r\n",
+                body.len(),
+                bytes.len() - 1,
+                bytes.len()
+            )
         } else {
             format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len())
         };
@@ -174,7 +180,12 @@ fn fetch_verifies_places_and_then_downloads_nothing() {
     }
     assert_eq!(
         listing(dir.path()),
-        ["facebook_page_page/facebook.json", "facebook_page_page/facebook_edges.csv", "facebook_page_page/facebook_target.csv", "gnn_benchmark_npz/cora.npz"]
+        [
+            "facebook_page_page/facebook.json",
+            "facebook_page_page/facebook_edges.csv",
+            "facebook_page_page/facebook_target.csv",
+            "gnn_benchmark_npz/cora.npz"
+        ]
     );
     assert_eq!(server.take_log().len(), 4);
     // The loaders read the fetched copy exactly as the original.
@@ -209,7 +220,11 @@ fn pickled_datasets_fetch_and_load_unchanged() {
     for name in names {
         let fetched = registry::load(name, Some(dir.path()), &cfg, 0).unwrap();
         let original = registry::load(name, Some(&data), &cfg, 0).unwrap();
-        assert_eq!((&fetched.graph, &fetched.features, &fetched.labels, &fetched.class_names), (&original.graph, &original.features, &original.labels, &original.class_names), "{name}");
+        assert_eq!(
+            (&fetched.graph, &fetched.features, &fetched.labels, &fetched.class_names),
+            (&original.graph, &original.features, &original.labels, &original.class_names),
+            "{name}"
+        );
     }
 }
 
@@ -273,9 +288,15 @@ fn the_cli_fetches_and_missing_datasets_name_the_command() {
     let out = std::process::Command::new(bin).args(["datasets", "--data-dir", d]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains(&format!("`fgl-sim datasets fetch lastfm --data-dir {d}`")), "{text}");
-    let out = std::process::Command::new(bin).args(["datasets", "fetch", "lastfm", "--quiet", "--data-dir", d, "--mirror", &server.template()]).output().unwrap();
+    let out = std::process::Command::new(bin)
+        .args(["datasets", "fetch", "lastfm", "--quiet", "--data-dir", d, "--mirror", &server.template()])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = std::process::Command::new(bin).args(["datasets", "fetch", "lastfm", "--data-dir", d, "--mirror", &server.template()]).output().unwrap();
+    let out = std::process::Command::new(bin)
+        .args(["datasets", "fetch", "lastfm", "--data-dir", d, "--mirror", &server.template()])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success() && text.matches("present").count() == 2 && text.contains("lastfm ready in"), "{text}");
     let out = std::process::Command::new(bin).args(["datasets", "--data-dir", d, "--json"]).output().unwrap();
@@ -297,18 +318,24 @@ fn the_cli_fetches_and_missing_datasets_name_the_command() {
 }
 
 /// Each shell's script names every subcommand; bash's, sourced in a real bash, completes
-/// a nested subcommand, its flags and an enum flag's values (the vendored clap_complete's
-/// patch for hyphenated bin names is what makes the nested ones work).
+/// a nested subcommand, its flags and an enum flag's values (`cli::completions`' respelling
+/// of the hyphenated bin name, clap-rs/clap#6421, is what makes the nested ones work).
 #[test]
 fn completions_are_printed_for_each_shell() {
     let bin = env!("CARGO_BIN_EXE_fgl-sim");
-    for (words, want) in [("fgl-sim datasets f", "fetch"), ("fgl-sim datasets fetch --m", "--mirror"), ("fgl-sim reproduce ec-lda --part ''", "table compressed epochs clip defense dp-utility")] {
+    for (words, want) in [
+        ("fgl-sim datasets f", "fetch"),
+        ("fgl-sim datasets fetch --m", "--mirror"),
+        ("fgl-sim reproduce ec-lda --part ''", "table compressed epochs clip defense dp-utility"),
+    ] {
         let cword = words.split(' ').count() - 1;
         let (prev, cur) = {
             let w: Vec<&str> = words.split(' ').collect();
             (w[cword - 1], w[cword])
         };
-        let script = format!("source <('{bin}' completions bash); COMP_WORDS=({words}); COMP_CWORD={cword}; _fgl__sim fgl-sim {cur} {prev}; echo \"${{COMPREPLY[*]}}\"");
+        let script = format!(
+            "source <('{bin}' completions bash); COMP_WORDS=({words}); COMP_CWORD={cword}; _fgl__sim fgl-sim {cur} {prev}; echo \"${{COMPREPLY[*]}}\""
+        );
         let out = std::process::Command::new("bash").args(["-c", &script]).output().unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want, "{words}: {}", String::from_utf8_lossy(&out.stderr));
     }
@@ -404,7 +431,8 @@ fn seven_zip(files: &[(&str, &[u8])], lzma: bool, encoded_header: bool) -> Vec<u
     header.extend(streams_info(0, packed.len() as u64, &id, &props, &sizes));
     header.push(0x05);
     header.extend(num(files.len() as u64));
-    let names: Vec<u8> = files.iter().flat_map(|(n, _)| n.encode_utf16().chain([0]).flat_map(u16::to_le_bytes).collect::<Vec<u8>>()).collect();
+    let names: Vec<u8> =
+        files.iter().flat_map(|(n, _)| n.encode_utf16().chain([0]).flat_map(u16::to_le_bytes).collect::<Vec<u8>>()).collect();
     header.push(0x11);
     header.extend(num(names.len() as u64 + 1));
     header.push(0x00);
@@ -463,7 +491,10 @@ fn pubmed_is_built_from_planetoid_pickles_and_a_7z_feature_dump() {
     let features = original.features.as_ref().unwrap().to_dense();
     let mut dump = String::new();
     for r in 0..features.rows {
-        let row: Vec<String> = features.data[r * features.cols..(r + 1) * features.cols].iter().map(|v| if *v == 0.0 { "0.0".into() } else { v.to_string() }).collect();
+        let row: Vec<String> = features.data[r * features.cols..(r + 1) * features.cols]
+            .iter()
+            .map(|v| if *v == 0.0 { "0.0".into() } else { v.to_string() })
+            .collect();
         dump.push_str(&row.join(" "));
         dump.push('\n');
     }

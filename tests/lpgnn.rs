@@ -31,7 +31,10 @@ fn reproduction_cells_on_cora_are_within_tolerance() {
     assert_eq!(rows.len(), 4);
     for r in &rows {
         assert_eq!(r.len(), 13, "{r:?}");
-        assert_eq!((&r[0][..], &r[1][..], &r[2][..], &r[3][..], &r[5][..], &r[6][..]), ("lpgnn", "centralized", "planetoid-cora", "sage", "test_accuracy", "3"));
+        assert_eq!(
+            (&r[0][..], &r[1][..], &r[2][..], &r[3][..], &r[5][..], &r[6][..]),
+            ("lpgnn", "centralized", "planetoid-cora", "sage", "test_accuracy", "3")
+        );
         assert!(r[4].starts_with("features=raw;mechanism=mbm;method="), "{r:?}");
         assert!(!r[9].is_empty(), "Cora has the paper's values: {r:?}");
         assert_eq!((&r[11][..], &r[12][..]), ("true", ""), "outside the tolerance, or a note on a cell within it: {r:?}");

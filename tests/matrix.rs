@@ -49,7 +49,10 @@ fn axes_expand_in_a_fixed_order_with_names_from_their_values() {
     assert_eq!(ids[6], "model=gcn,attack=uniform,defense=none,train.lr=0.1");
     assert_eq!(ids[23], "model=sage,attack=uniform,defense=ldp-labels,defense.epsilon=inf,train.lr=0.2");
     let c = &m.cells[5];
-    assert_eq!(c.params, [Some("synthetic"), Some("gcn"), Some("lda"), Some("ldp-labels"), Some("inf"), Some("0.2")].map(|s| s.map(String::from)));
+    assert_eq!(
+        c.params,
+        [Some("synthetic"), Some("gcn"), Some("lda"), Some("ldp-labels"), Some("inf"), Some("0.2")].map(|s| s.map(String::from))
+    );
     assert_eq!(m.cells[0].params[4], None, "no ε where the defense has none");
     // The cell's scenario carries its values.
     assert_eq!(c.scenario.train.lr, 0.2);
@@ -159,7 +162,8 @@ fn run_dirs(out: &Path) -> Vec<(String, String, Vec<String>)> {
             if run.file_name().to_string_lossy().starts_with('.') {
                 continue;
             }
-            let mut files: Vec<String> = std::fs::read_dir(run.path()).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().to_string()).collect();
+            let mut files: Vec<String> =
+                std::fs::read_dir(run.path()).unwrap().map(|f| f.unwrap().file_name().to_string_lossy().to_string()).collect();
             files.sort();
             all.push((cell.file_name().to_string_lossy().to_string(), run.file_name().to_string_lossy().to_string(), files));
         }
@@ -181,7 +185,11 @@ fn a_failing_cell_is_reported_while_the_others_finish_and_jobs_do_not_change_res
     let dirs = run_dirs(&a);
     assert_eq!(dirs.len(), 8);
     for (cell, _, files) in &dirs {
-        let want: &[&str] = if cell.contains("clients=5000") { &["error.txt", "scenario.resolved.yaml"] } else { &["metrics.json", "scenario.resolved.yaml", "summary.md"] };
+        let want: &[&str] = if cell.contains("clients=5000") {
+            &["error.txt", "scenario.resolved.yaml"]
+        } else {
+            &["metrics.json", "scenario.resolved.yaml", "summary.md"]
+        };
         assert_eq!(files, want, "{cell}");
     }
     let csv = csv_without_timings(&a);
@@ -200,7 +208,9 @@ fn a_failing_cell_is_reported_while_the_others_finish_and_jobs_do_not_change_res
     for (cell, seed, files) in run_dirs(&a) {
         if files.contains(&"metrics.json".to_string()) {
             let strip = |d: &Path| {
-                let mut j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("cells").join(&cell).join(&seed).join("metrics.json")).unwrap()).unwrap();
+                let mut j: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(d.join("cells").join(&cell).join(&seed).join("metrics.json")).unwrap())
+                        .unwrap();
                 j.as_object_mut().unwrap().remove("timings");
                 j
             };
@@ -212,7 +222,13 @@ fn a_failing_cell_is_reported_while_the_others_finish_and_jobs_do_not_change_res
 #[test]
 fn a_killed_matrix_resumes_and_ends_as_an_uninterrupted_one() {
     let tmp = tempfile::tempdir().unwrap();
-    let f = write(tmp.path(), "m.yaml", &format!("{BASE}attacks: [lda, uniform, ec-lda]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1, 4]}}}}]\nseeds: 2\nset: {{federation.rounds: 12}}\n"));
+    let f = write(
+        tmp.path(),
+        "m.yaml",
+        &format!(
+            "{BASE}attacks: [lda, uniform, ec-lda]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1, 4]}}}}]\nseeds: 2\nset: {{federation.rounds: 12}}\n"
+        ),
+    );
     let (killed, whole) = (tmp.path().join("killed"), tmp.path().join("whole"));
     let mut child = Command::new(BIN)
         .args(["matrix", f.to_str().unwrap(), "--out", killed.to_str().unwrap(), "--quiet", "--jobs", "2"])
@@ -237,7 +253,10 @@ fn a_killed_matrix_resumes_and_ends_as_an_uninterrupted_one() {
         assert_eq!(files, &["metrics.json", "scenario.resolved.yaml", "summary.md"], "{cell}/{seed}");
     }
     let stamp = |out: &Path| -> Vec<std::time::SystemTime> {
-        before.iter().map(|(c, s, _)| std::fs::metadata(out.join("cells").join(c).join(s).join("metrics.json")).unwrap().modified().unwrap()).collect()
+        before
+            .iter()
+            .map(|(c, s, _)| std::fs::metadata(out.join("cells").join(c).join(s).join("metrics.json")).unwrap().modified().unwrap())
+            .collect()
     };
     let times = stamp(&killed);
     let o = matrix_cmd(&f, &killed, &["--jobs", "2"]);
@@ -296,7 +315,11 @@ fn report_md_body(dir: &Path) -> String {
 #[test]
 fn emitted_jobs_run_elsewhere_and_collect_to_the_direct_report() {
     let tmp = tempfile::tempdir().unwrap();
-    let f = write(tmp.path(), "m.yaml", &format!("{BASE}attacks: [ec-lda, [lda, uniform]]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [2]}}}}]\nseeds: 2\n"));
+    let f = write(
+        tmp.path(),
+        "m.yaml",
+        &format!("{BASE}attacks: [ec-lda, [lda, uniform]]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [2]}}}}]\nseeds: 2\n"),
+    );
     let (direct, emitted) = (tmp.path().join("direct"), tmp.path().join("emitted"));
     assert!(matrix_cmd(&f, &direct, &[]).status.success());
     // Tidy: one row per run and attack of the run, each with its own scores.
@@ -318,7 +341,7 @@ fn emitted_jobs_run_elsewhere_and_collect_to_the_direct_report() {
     assert!(commands.lines().all(|l| l.contains(" run ") && l.contains("--out")), "{commands}");
     let slurm = std::fs::read_to_string(jobs.join("slurm.sh")).unwrap();
     assert!(slurm.contains("#SBATCH --array=0-7") && slurm.contains("SLURM_ARRAY_TASK_ID"), "{slurm}");
-    let k8s: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(jobs.join("k8s-job.yaml")).unwrap()).unwrap();
+    let k8s: serde_norway::Value = serde_norway::from_str(&std::fs::read_to_string(jobs.join("k8s-job.yaml")).unwrap()).unwrap();
     assert_eq!(k8s["kind"], "Job");
     assert_eq!(k8s["spec"]["completionMode"], "Indexed");
     assert_eq!(k8s["spec"]["completions"].as_u64(), Some(8));
@@ -331,7 +354,8 @@ fn emitted_jobs_run_elsewhere_and_collect_to_the_direct_report() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // The slurm script's own line selection runs a finished run's command: a no-op.
-    let o = Command::new("bash").arg(jobs.join("slurm.sh")).env("SLURM_ARRAY_TASK_ID", "3").env("FGL_SIM", "/nonexistent").output().unwrap();
+    let o =
+        Command::new("bash").arg(jobs.join("slurm.sh")).env("SLURM_ARRAY_TASK_ID", "3").env("FGL_SIM", "/nonexistent").output().unwrap();
     assert!(o.status.success(), "task 3 is finished, so its command skips: {}", String::from_utf8_lossy(&o.stderr));
     let o = matrix_cmd(&f, &emitted, &["--collect"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -363,7 +387,11 @@ fn chromium() -> Option<PathBuf> {
 #[test]
 fn the_html_report_renders_in_a_headless_browser() {
     let tmp = tempfile::tempdir().unwrap();
-    let f = write(tmp.path(), "m.yaml", &format!("{BASE}attacks: [lda, uniform]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1, 4]}}}}]\nseeds: 2\n"));
+    let f = write(
+        tmp.path(),
+        "m.yaml",
+        &format!("{BASE}attacks: [lda, uniform]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1, 4]}}}}]\nseeds: 2\n"),
+    );
     let out = tmp.path().join("out");
     assert!(matrix_cmd(&f, &out, &[]).status.success());
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
@@ -394,7 +422,8 @@ document.body.setAttribute('data-verdict', JSON.stringify({
         .unwrap();
     assert!(o.status.success(), "chromium failed: {}", String::from_utf8_lossy(&o.stderr));
     let dom = String::from_utf8_lossy(&o.stdout);
-    let verdict = dom.split("data-verdict=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or_else(|| panic!("no verdict in the DOM: {dom}"));
+    let verdict =
+        dom.split("data-verdict=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or_else(|| panic!("no verdict in the DOM: {dom}"));
     let verdict: serde_json::Value = serde_json::from_str(&verdict.replace("&quot;", "\"").replace("&amp;", "&")).unwrap();
     // One group (synthetic, gcn): cos-sim, JS and accuracy tables.
     assert_eq!(verdict["tables"], 3, "{verdict}");

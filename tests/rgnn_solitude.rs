@@ -4,7 +4,6 @@
 
 mod common;
 
-
 use fgl_sim::run::{self, RunOptions};
 use fgl_sim::scenario::Scenario;
 
@@ -74,7 +73,16 @@ fn bad_rgnn_and_edge_parameters_are_refused() {
     for (i, (defense, extra, expected)) in cases.iter().enumerate() {
         let out = tmp.path().join(format!("r{i}"));
         let o = fgl(
-            &["run", "scenarios/quickstart.yaml", "--set", &format!("defenses=[{defense}]"), "--set", extra, "--out", out.to_str().unwrap()],
+            &[
+                "run",
+                "scenarios/quickstart.yaml",
+                "--set",
+                &format!("defenses=[{defense}]"),
+                "--set",
+                extra,
+                "--out",
+                out.to_str().unwrap(),
+            ],
             None,
         );
         let err = String::from_utf8_lossy(&o.stderr);
@@ -114,7 +122,20 @@ fn solitude_federated_on_cora_reports_calibration() {
     let Some(data) = common::data_dir() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("sol");
-    let args = ["reproduce", "solitude", "--runs", "1", "--epochs", "50", "--setting", "federated", "--cell", "solitude-a8", "--out", out.to_str().unwrap()];
+    let args = [
+        "reproduce",
+        "solitude",
+        "--runs",
+        "1",
+        "--epochs",
+        "50",
+        "--setting",
+        "federated",
+        "--cell",
+        "solitude-a8",
+        "--out",
+        out.to_str().unwrap(),
+    ];
     let o = fgl(&args, Some(&data));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = rows(&out);
@@ -133,8 +154,23 @@ fn solitude_on_citeseer_lcc_with_gcn() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("sol");
     let args = [
-        "reproduce", "solitude", "--dataset", "planetoid-citeseer", "--lcc", "--model", "gcn", "--runs", "1", "--epochs", "30", "--setting",
-        "centralized", "--cell", "lpgnn-a8", "--out", out.to_str().unwrap(),
+        "reproduce",
+        "solitude",
+        "--dataset",
+        "planetoid-citeseer",
+        "--lcc",
+        "--model",
+        "gcn",
+        "--runs",
+        "1",
+        "--epochs",
+        "30",
+        "--setting",
+        "centralized",
+        "--cell",
+        "lpgnn-a8",
+        "--out",
+        out.to_str().unwrap(),
     ];
     let o = fgl(&args, Some(&data));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -142,5 +178,9 @@ fn solitude_on_citeseer_lcc_with_gcn() {
     assert_eq!((rows.len(), &rows[0][3][..], &rows[0][9][..]), (1, "gcn", ""));
     let metrics = std::fs::read_to_string(out.join("centralized/cells/cell=lpgnn-a8/seed=0/metrics.json")).unwrap();
     assert!(metrics.contains("\"nodes\": 2120"), "{metrics}");
-    assert!(std::fs::read_to_string(out.join("reproduce.md")).unwrap().starts_with("# Solitude reproduction: planetoid-citeseer (largest connected component), GCN"));
+    assert!(
+        std::fs::read_to_string(out.join("reproduce.md"))
+            .unwrap()
+            .starts_with("# Solitude reproduction: planetoid-citeseer (largest connected component), GCN")
+    );
 }

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 
-use fgl_sim::attacks::lda::{Lda, LdaConfig};
 use fgl_sim::attacks::AttackRounds;
+use fgl_sim::attacks::lda::{Lda, LdaConfig};
 use fgl_sim::data::{DenseMatrix, Features, Graph, Role};
 use fgl_sim::defenses::DefenseSpec;
 use fgl_sim::fed::{
@@ -32,9 +32,8 @@ fn attack_and_defenses_from_user_files_run_without_a_rebuild() {
     std::fs::write(d.join("labels-a.yaml"), "kind: ldp-labels\nepsilon: 4\n").unwrap();
     std::fs::write(d.join("labels-b.yaml"), "kind: ldp-labels\nepsilon: 6\nforward_correction: true\n").unwrap();
     let quick = std::fs::read_to_string("scenarios/quickstart.yaml").unwrap();
-    let scenario = format!(
-        "{quick}\ndefenses: [labels-a.yaml, labels-b.yaml]\nattacks: [my-lda.yaml, {{name: lda-every, kind: lda, rounds: all}}]\n"
-    );
+    let scenario =
+        format!("{quick}\ndefenses: [labels-a.yaml, labels-b.yaml]\nattacks: [my-lda.yaml, {{name: lda-every, kind: lda, rounds: all}}]\n");
     std::fs::write(d.join("s.yaml"), scenario).unwrap();
     let out = d.join("out");
     let o = Command::new(env!("CARGO_BIN_EXE_fgl-sim"))
@@ -88,7 +87,7 @@ fn attack_and_defenses_from_user_files_run_without_a_rebuild() {
 }
 
 fn defense(yaml: &str, name: &str) -> Defense {
-    let mut n: Named<DefenseSpec> = serde_yaml::from_str(yaml).unwrap();
+    let mut n: Named<DefenseSpec> = serde_norway::from_str(yaml).unwrap();
     n.name = name.into();
     n.spec.build(&n.name).unwrap().unwrap()
 }
@@ -296,7 +295,11 @@ fn staged_label_dp_composes_with_feature_ldp() {
         let got: Vec<(&str, f64)> = spent.iter().map(|p| (p.defense.as_str(), p.epsilon)).collect();
         assert_eq!(got, [("feats", 2.0), ("labels", 1.0)], "client {c}");
         assert!(spent[1].protects.contains("2 stages"), "{}", spent[1].protects);
-        assert_eq!(result.trained_label_counts[c].iter().sum::<usize>(), train_nodes[c], "client {c} trains on all its train nodes at the end");
+        assert_eq!(
+            result.trained_label_counts[c].iter().sum::<usize>(),
+            train_nodes[c],
+            "client {c} trains on all its train nodes at the end"
+        );
     }
     assert!(result.rounds.iter().all(|r| r.test_accuracy.is_finite()));
     // The same scenario and seed give the same numbers.
@@ -323,7 +326,8 @@ fn dp_gnn_trains_on_label_dp_labels_and_reports_its_budget() {
         let n = prepared.clients[c].nodes.iter().filter(|&&v| prepared.split.roles[v] == Role::Train).count();
         let steps = 3 * 2 * n.div_ceil(16) as u64;
         let mech = Mechanism::DpGnn { nodes: n, max_degree: 3, layers: 2, batch: 16 };
-        let want = accountant::epsilon(&mech, 1.5, steps, 1.0 / (10.0 * n as f64), Conversion::Improved, &accountant::default_orders()).unwrap();
+        let want =
+            accountant::epsilon(&mech, 1.5, steps, 1.0 / (10.0 * n as f64), Conversion::Improved, &accountant::default_orders()).unwrap();
         assert_eq!((spent[1].epsilon, spent[1].delta), (want.epsilon, want.delta), "client {c}");
         assert!(spent[1].protects.contains(&format!("{steps} steps")), "{}", spent[1].protects);
     }
@@ -348,7 +352,8 @@ fn dp_gnn_trains_on_label_dp_labels_and_reports_its_budget() {
     for (c, spent) in result.privacy.iter().enumerate() {
         let n = prepared.clients[c].nodes.iter().filter(|&&v| prepared.split.roles[v] == Role::Train).count();
         let mech = Mechanism::DpGnn { nodes: n, max_degree: 3, layers: 2, batch: n };
-        let want = accountant::epsilon(&mech, 1.5, 3 * 2, 1.0 / (10.0 * n as f64), Conversion::Improved, &accountant::default_orders()).unwrap();
+        let want =
+            accountant::epsilon(&mech, 1.5, 3 * 2, 1.0 / (10.0 * n as f64), Conversion::Improved, &accountant::default_orders()).unwrap();
         assert_eq!(spent[1].epsilon, want.epsilon, "client {c}");
         assert!(spent[1].protects.contains(&format!("B = {n},")) && spent[1].protects.contains("6 steps"), "{}", spent[1].protects);
     }

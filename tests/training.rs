@@ -87,7 +87,14 @@ impl ServerStrategy for ClipAndRestore {
 fn a_strategy_can_clip_the_broadcast_and_restore_the_global_model() {
     let s = scenario("scenarios/quickstart.yaml", &["federation.rounds=3"]);
     let p = run::prepare(&s, None).unwrap();
-    let mut st = ClipAndRestore { c: 0.01, log: vec![], sent_norms: vec![], updates_seen: 0, global_before_attack: None, global_entering_round3: None };
+    let mut st = ClipAndRestore {
+        c: 0.01,
+        log: vec![],
+        sent_norms: vec![],
+        updates_seen: 0,
+        global_before_attack: None,
+        global_entering_round3: None,
+    };
     let r = federate(&s, &p, &mut st, 2);
     assert_eq!(st.updates_seen, 15);
     assert_eq!(st.sent_norms.len(), 5);
@@ -99,7 +106,10 @@ fn a_strategy_can_clip_the_broadcast_and_restore_the_global_model() {
     assert!(st.global_before_attack.unwrap().l2_norm() > 1.0);
     // And the metrics of round 2 are those of the restored model, i.e. round 1's.
     assert_eq!(r.rounds[0].test_accuracy, r.rounds[1].test_accuracy);
-    assert_eq!(st.log[..6], ["broadcast r1 c0", "broadcast r1 c1", "broadcast r1 c2", "broadcast r1 c3", "broadcast r1 c4", "aggregate r1"]);
+    assert_eq!(
+        st.log[..6],
+        ["broadcast r1 c0", "broadcast r1 c1", "broadcast r1 c2", "broadcast r1 c3", "broadcast r1 c4", "aggregate r1"]
+    );
 }
 
 /// `other` against the default CPU backend (burn-flex) on the quickstart. Tolerance:

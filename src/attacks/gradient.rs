@@ -43,15 +43,11 @@ impl GradientSource {
         if !server.param_names.iter().any(|n| n == HEAD_WEIGHT) {
             return Err(Error::param(
                 "model.head",
-                format!(
-                    "attack `{attack}` reads the gradient of the fully connected head: set `model.head: true`"
-                ),
+                format!("attack `{attack}` reads the gradient of the fully connected head: set `model.head: true`"),
             ));
         }
         let t = &server.train;
-        if self == GradientSource::Recovered
-            && (t.optimizer != OptimizerKind::Sgd || t.momentum > 0.0)
-        {
+        if self == GradientSource::Recovered && (t.optimizer != OptimizerKind::Sgd || t.momentum > 0.0) {
             let optimizer = if t.optimizer == OptimizerKind::Sgd {
                 "SGD with momentum".to_string()
             } else {
@@ -72,40 +68,24 @@ impl GradientSource {
     /// The head gradient of `update`, averaged over the local steps.
     pub fn read(self, update: &ClientUpdate<'_>) -> Result<HeadGradient> {
         match self {
-            GradientSource::Exact => update.exact_gradient.cloned().ok_or_else(|| {
-                Error::Other(format!(
-                    "client {} reported no head gradient",
-                    update.client
-                ))
-            }),
+            GradientSource::Exact => {
+                update.exact_gradient.cloned().ok_or_else(|| Error::Other(format!("client {} reported no head gradient", update.client)))
+            }
             GradientSource::Recovered => {
                 let scale = 1.0 / (update.lr * update.local_epochs as f64);
                 let delta = |name: &str| -> Result<Vec<f64>> {
                     let (s, r) = (param(update.sent, name)?, param(update.returned, name)?);
-                    Ok(s.iter()
-                        .zip(r)
-                        .map(|(&a, &b)| (f64::from(a) - f64::from(b)) * scale)
-                        .collect())
+                    Ok(s.iter().zip(r).map(|(&a, &b)| (f64::from(a) - f64::from(b)) * scale).collect())
                 };
-                let bias = if update.sent.get(HEAD_BIAS).is_some() {
-                    delta(HEAD_BIAS)?
-                } else {
-                    Vec::new()
-                };
-                Ok(HeadGradient {
-                    weight: delta(HEAD_WEIGHT)?,
-                    bias,
-                    steps: update.local_epochs,
-                })
+                let bias = if update.sent.get(HEAD_BIAS).is_some() { delta(HEAD_BIAS)? } else { Vec::new() };
+                Ok(HeadGradient { weight: delta(HEAD_WEIGHT)?, bias, steps: update.local_epochs })
             }
         }
     }
 }
 
 fn param<'a>(p: &'a ModelParams, name: &str) -> Result<&'a [f32]> {
-    p.get(name)
-        .map(|t| t.values.as_slice())
-        .ok_or_else(|| Error::Other(format!("the model has no `{name}`")))
+    p.get(name).map(|t| t.values.as_slice()).ok_or_else(|| Error::Other(format!("the model has no `{name}`")))
 }
 
 /// Row sums of the weight gradient per class: ḡ_c = Σ_j ∂L/∂W_{j,c} (`[d_in, classes]`).

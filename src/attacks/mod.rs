@@ -13,8 +13,8 @@ pub use rounds::AttackRounds;
 
 use crate::error::{Error, Result};
 use crate::fed::{
-    AttackNote, AttackOutput, ClientOracle, ClientUpdate, FedAvg, FederationConfig, ModelParams, RoundContext, ServerContext, ServerStrategy,
-    ThreatModel,
+    AttackNote, AttackOutput, ClientOracle, ClientUpdate, FedAvg, FederationConfig, ModelParams, RoundContext, ServerContext,
+    ServerStrategy, ThreatModel,
 };
 
 /// What an attack's config (its YAML parameters) provides.
@@ -101,7 +101,10 @@ attacks! {
 
 /// The server for a scenario's attacks (`(name, spec)` in declared order): plain FedAvg
 /// without any, else every attack observing the same updates, at most one of them active.
-pub fn server<'a>(attacks: impl IntoIterator<Item = (&'a str, &'a AttackSpec)>, federation: &FederationConfig) -> Result<Box<dyn ServerStrategy>> {
+pub fn server<'a>(
+    attacks: impl IntoIterator<Item = (&'a str, &'a AttackSpec)>,
+    federation: &FederationConfig,
+) -> Result<Box<dyn ServerStrategy>> {
     let mut active: Vec<(&str, usize)> = Vec::new();
     let mut built = Vec::new();
     for (i, (name, spec)) in attacks.into_iter().enumerate() {
@@ -186,7 +189,9 @@ impl ServerStrategy for Composite {
             if let Some(active) = active.as_ref().filter(|_| Some(i) != self.active && !o.reports.is_empty()) {
                 out.notes.push(AttackNote {
                     attack: a.name().to_string(),
-                    text: format!("in the rounds where `{active}` acts, this attack observes the updates of the model `{active}` broadcast"),
+                    text: format!(
+                        "in the rounds where `{active}` acts, this attack observes the updates of the model `{active}` broadcast"
+                    ),
                 });
             }
             out.reports.extend(o.reports);

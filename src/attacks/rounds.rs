@@ -54,9 +54,7 @@ impl AttackRounds {
 enum Raw {
     Word(String),
     List(Vec<usize>),
-    Every {
-        every: usize,
-    },
+    Every { every: usize },
 }
 
 impl Serialize for AttackRounds {
@@ -93,7 +91,7 @@ mod tests {
 
     #[test]
     fn rounds_parse_and_select() {
-        let r = |s: &str| serde_yaml::from_str::<AttackRounds>(s);
+        let r = |s: &str| serde_norway::from_str::<AttackRounds>(s);
         assert_eq!(r("mid").unwrap(), AttackRounds::Mid);
         assert_eq!(r("[3, 5]").unwrap(), AttackRounds::List(vec![3, 5]));
         assert_eq!(r("{every: 4}").unwrap(), AttackRounds::Every(4));
@@ -105,7 +103,7 @@ mod tests {
         assert!(AttackRounds::List(vec![6]).validate(5, "x").unwrap_err().to_string().contains("1..=5"));
         assert!(AttackRounds::Last.contains(7, 7) && !AttackRounds::Last.contains(6, 7));
         for v in [AttackRounds::Mid, AttackRounds::Last, AttackRounds::All, AttackRounds::Every(3), AttackRounds::List(vec![2, 4])] {
-            assert_eq!(r(&serde_yaml::to_string(&v).unwrap()).unwrap(), v);
+            assert_eq!(r(&serde_norway::to_string(&v).unwrap()).unwrap(), v);
         }
     }
 }

@@ -8,10 +8,10 @@
 use std::io::Write;
 use std::path::Path;
 
+use super::Role;
 use super::loaders::read_planetoid;
 use super::npy::npy_bytes;
 use super::sevenz;
-use super::Role;
 use crate::error::{Error, Result};
 
 /// A file built from published inputs (paths relative to the data directory).
@@ -59,7 +59,8 @@ fn parse_feature_dump(text: &str, rows: usize, cols: usize, source: &Path) -> Re
         let line = lines.next().ok_or_else(|| Error::data_file(source, format!("has {r} rows, expected {rows}")))?;
         let mut count = 0;
         for (c, tok) in line.split_ascii_whitespace().enumerate() {
-            let v: f32 = tok.parse().map_err(|_| Error::data_file(source, format!("line {}, column {}: {tok:?} is not a number", r + 1, c + 1)))?;
+            let v: f32 =
+                tok.parse().map_err(|_| Error::data_file(source, format!("line {}, column {}: {tok:?} is not a number", r + 1, c + 1)))?;
             if v != 0.0 {
                 indices.push(c as i32);
                 values.push(v);
@@ -83,7 +84,10 @@ fn pubmed_npz(dir: &Path, out: &Path) -> Result<()> {
     let archive_path = dir.join("pubmed_features/pubmed.7z");
     let archive = std::fs::read(&archive_path).map_err(|e| Error::data_file(&archive_path, format!("cannot read: {e}")))?;
     let files = sevenz::extract(&archive, &archive_path)?;
-    let (_, dump) = files.iter().find(|(name, _)| name == "pubmed.feature").ok_or_else(|| Error::data_file(&archive_path, "holds no pubmed.feature"))?;
+    let (_, dump) = files
+        .iter()
+        .find(|(name, _)| name == "pubmed.feature")
+        .ok_or_else(|| Error::data_file(&archive_path, "holds no pubmed.feature"))?;
     let text = std::str::from_utf8(dump).map_err(|_| Error::data_file(&archive_path, "pubmed.feature is not text"))?;
     let (attr_indptr, attr_indices, attr_values) = parse_feature_dump(text, n, 500, &archive_path.join("pubmed.feature"))?;
 

@@ -96,14 +96,28 @@ impl CsrMatrix {
     /// first ([`check_numpy_csr`](Self::check_numpy_csr)).
     pub fn from_numpy(rows: usize, cols: usize, indptr: &[i64], indices: &[i64], values: &[f32]) -> std::result::Result<CsrMatrix, String> {
         Self::check_numpy_csr(rows, cols, indptr, indices, values.len(), ["indptr", "indices", "data"], "is outside the column range")?;
-        Ok(CsrMatrix::canonical(rows, cols, indptr.iter().map(|&p| p as usize).collect(), indices.iter().map(|&c| c as u32).collect(), values.to_vec()))
+        Ok(CsrMatrix::canonical(
+            rows,
+            cols,
+            indptr.iter().map(|&p| p as usize).collect(),
+            indices.iter().map(|&c| c as u32).collect(),
+            values.to_vec(),
+        ))
     }
 
     /// Check CSR arrays as numpy stores them (row pointers from 0 to the entry count, not
     /// decreasing; one value per column index; columns in range). `names` are the arrays'
     /// names for the message (row pointers, column indices, values); `column` says what an
     /// out-of-range column is.
-    pub fn check_numpy_csr(rows: usize, cols: usize, indptr: &[i64], indices: &[i64], values: usize, names: [&str; 3], column: &str) -> std::result::Result<(), String> {
+    pub fn check_numpy_csr(
+        rows: usize,
+        cols: usize,
+        indptr: &[i64],
+        indices: &[i64],
+        values: usize,
+        names: [&str; 3],
+        column: &str,
+    ) -> std::result::Result<(), String> {
         let [ptr, idx, val] = names;
         let nnz = indices.len();
         if indptr.len() != rows + 1 {
@@ -214,9 +228,7 @@ impl Features {
             Features::Sparse(m) => m.nnz(),
             Features::Dense(m) => m.data.iter().filter(|&&x| x != 0.0).count(),
             Features::Shifted(m) if m.shift == 0.0 => m.centered.nnz(),
-            Features::Shifted(m) => {
-                m.centered.rows * m.centered.cols - m.centered.values.iter().filter(|&&v| v + m.shift == 0.0).count()
-            }
+            Features::Shifted(m) => m.centered.rows * m.centered.cols - m.centered.values.iter().filter(|&&v| v + m.shift == 0.0).count(),
         }
     }
 

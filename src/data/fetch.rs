@@ -17,14 +17,15 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha2::{Digest, Sha256};
 
-pub use super::registry::{RemoteFile, REMOTE_FILES as FILES};
 use super::derive::{self, Derived};
 use super::registry::{self, DatasetSpec};
+pub use super::registry::{REMOTE_FILES as FILES, RemoteFile};
 use crate::error::{Error, Result};
 
 /// Where files are downloaded from: URL templates with `{repo}`, `{commit}` and `{path}`,
 /// tried in order (GitHub's raw file host, then the jsDelivr CDN's copy of it).
-pub const DEFAULT_MIRRORS: &[&str] = &["https://raw.githubusercontent.com/{repo}/{commit}/{path}", "https://cdn.jsdelivr.net/gh/{repo}@{commit}/{path}"];
+pub const DEFAULT_MIRRORS: &[&str] =
+    &["https://raw.githubusercontent.com/{repo}/{commit}/{path}", "https://cdn.jsdelivr.net/gh/{repo}@{commit}/{path}"];
 
 /// Environment variable with mirror templates (separated by whitespace) to use instead.
 pub const MIRRORS_ENV: &str = "FGL_DATASET_MIRRORS";
@@ -96,7 +97,8 @@ pub fn fetch(names: &[&str], dir: &Path, opts: &FetchOptions) -> Result<Fetched>
     let mut files: Vec<&'static RemoteFile> = Vec::new();
     let mut derived: Vec<&'static Derived> = Vec::new();
     for name in names {
-        let spec = registry::spec(name).ok_or_else(|| Error::dataset(*name, format!("unknown dataset; fetchable: {}", fetchable().join(", "))))?;
+        let spec =
+            registry::spec(name).ok_or_else(|| Error::dataset(*name, format!("unknown dataset; fetchable: {}", fetchable().join(", "))))?;
         if spec.is_synthetic() {
             return Err(Error::dataset(*name, "is generated, there is nothing to fetch"));
         }
@@ -115,7 +117,10 @@ pub fn fetch(names: &[&str], dir: &Path, opts: &FetchOptions) -> Result<Fetched>
         return Err(Error::param("--mirror", "no mirror to download from"));
     }
     if let Some(m) = opts.mirrors.iter().find(|m| !m.contains("{path}")) {
-        return Err(Error::param("--mirror", format!("`{m}` has no {{path}}: a template names each file with {{repo}}, {{commit}} and {{path}}")));
+        return Err(Error::param(
+            "--mirror",
+            format!("`{m}` has no {{path}}: a template names each file with {{repo}}, {{commit}} and {{path}}"),
+        ));
     }
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_connect(Some(Duration::from_secs(20)))
@@ -220,7 +225,14 @@ enum Attempt {
 }
 
 /// One request: resumes `part` with a range request when it holds a prefix.
-fn download_attempt(agent: &ureq::Agent, url: &str, f: &RemoteFile, part: &Path, bar: &ProgressBar, received: &mut u64) -> std::result::Result<(), Attempt> {
+fn download_attempt(
+    agent: &ureq::Agent,
+    url: &str,
+    f: &RemoteFile,
+    part: &Path,
+    bar: &ProgressBar,
+    received: &mut u64,
+) -> std::result::Result<(), Attempt> {
     let have = fs::metadata(part).map(|m| m.len()).unwrap_or(0);
     if have >= f.bytes && have > 0 {
         return Ok(());
@@ -237,7 +249,8 @@ fn download_attempt(agent: &ureq::Agent, url: &str, f: &RemoteFile, part: &Path,
         404 | 403 | 410 | 401 => return Err(Attempt::GiveUp(format!("HTTP {status}"))),
         _ => return Err(Attempt::Retry(format!("HTTP {status}"))),
     };
-    let mut out = if append { OpenOptions::new().append(true).open(part) } else { File::create(part) }.map_err(|e| Attempt::GiveUp(format!("cannot write {}: {e}", part.display())))?;
+    let mut out = if append { OpenOptions::new().append(true).open(part) } else { File::create(part) }
+        .map_err(|e| Attempt::GiveUp(format!("cannot write {}: {e}", part.display())))?;
     let start = if append { have } else { 0 };
     bar.set_position(start);
     let mut body = response.into_body().into_reader();
@@ -274,14 +287,17 @@ fn progress_bar(f: &RemoteFile, quiet: bool) -> ProgressBar {
     } else {
         bar.set_draw_target(ProgressDrawTarget::stderr());
     }
-    bar.set_style(ProgressStyle::with_template("{msg:40} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}").expect("template").progress_chars("=> "));
+    bar.set_style(
+        ProgressStyle::with_template("{msg:40} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}").expect("template").progress_chars("=> "),
+    );
     bar.set_message(f.path.to_string());
     bar
 }
 
 /// Where `fetch` writes ([`registry::fetch_target`]), or why there is no such place.
 pub fn default_target(flag: Option<&Path>) -> Result<PathBuf> {
-    registry::fetch_target(flag).ok_or_else(|| Error::param("--data-dir", "this platform has no user data directory: pass --data-dir or set FGL_DATA_DIR"))
+    registry::fetch_target(flag)
+        .ok_or_else(|| Error::param("--data-dir", "this platform has no user data directory: pass --data-dir or set FGL_DATA_DIR"))
 }
 
 #[cfg(test)]
@@ -291,7 +307,8 @@ mod tests {
     #[test]
     fn every_fetchable_file_is_one_a_dataset_reads_and_urls_fill_the_template() {
         for f in FILES {
-            let read = registry::known().iter().any(|s| s.files.contains(&f.path)) || derive::DERIVED.iter().any(|d| d.inputs.contains(&f.path));
+            let read =
+                registry::known().iter().any(|s| s.files.contains(&f.path)) || derive::DERIVED.iter().any(|d| d.inputs.contains(&f.path));
             assert!(read, "{} is read by no dataset", f.path);
             assert_eq!(f.sha256.len(), 64);
             assert_eq!(f.commit.len(), 40);

@@ -35,11 +35,7 @@ pub struct Graph {
 impl Graph {
     /// Build from raw (possibly directed, duplicated, self-looped) edges over `n` nodes.
     /// `source` names the file the edges came from, for the error message.
-    pub fn from_edges(
-        n: usize,
-        edges: impl IntoIterator<Item = (usize, usize)>,
-        source: &str,
-    ) -> Result<(Graph, BuildReport)> {
+    pub fn from_edges(n: usize, edges: impl IntoIterator<Item = (usize, usize)>, source: &str) -> Result<(Graph, BuildReport)> {
         if n > u32::MAX as usize {
             return Err(Error::data_file(source, format!("{n} nodes exceed the supported 2^32")));
         }
@@ -68,8 +64,7 @@ impl Graph {
         pairs.sort_unstable();
         pairs.dedup();
         // Self-loop entries are not duplicates; every other surplus entry is.
-        report.duplicate_entries_merged = before - pairs.len()
-            + (report.raw_entries - before).saturating_sub(report.self_loops_removed);
+        report.duplicate_entries_merged = before - pairs.len() + (report.raw_entries - before).saturating_sub(report.self_loops_removed);
         Ok((Self::from_unique_pairs(n, &pairs), report))
     }
 

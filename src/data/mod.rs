@@ -29,7 +29,8 @@ pub(crate) fn into_place<T>(dest: &std::path::Path, write: impl FnOnce(&std::pat
     let parent = dest.parent().expect("a file in a folder");
     std::fs::create_dir_all(parent).map_err(|e| Error::data_file(parent, format!("cannot create the folder: {e}")))?;
     let part = parent.join(format!(".{}.part", dest.file_name().expect("a file name").to_string_lossy()));
-    let result = write(&part).and_then(|t| std::fs::rename(&part, dest).map(|()| t).map_err(|e| Error::data_file(dest, format!("cannot move into place: {e}"))));
+    let result = write(&part)
+        .and_then(|t| std::fs::rename(&part, dest).map(|()| t).map_err(|e| Error::data_file(dest, format!("cannot move into place: {e}"))));
     if result.is_err() {
         let _ = std::fs::remove_file(&part);
     }
@@ -85,23 +86,22 @@ impl Dataset {
     pub fn validate(&self, source: &str) -> Result<()> {
         let n = self.graph.num_nodes();
         if self.labels.len() != n {
-            return Err(Error::data_file(
-                source,
-                format!("{} labels for {n} nodes (one label per node is required)", self.labels.len()),
-            ));
+            return Err(Error::data_file(source, format!("{} labels for {n} nodes (one label per node is required)", self.labels.len())));
         }
         if let Some(f) = &self.features
-            && f.rows() != n {
-                return Err(Error::data_file(source, format!("{} feature rows for {n} nodes", f.rows())));
-            }
+            && f.rows() != n
+        {
+            return Err(Error::data_file(source, format!("{} feature rows for {n} nodes", f.rows())));
+        }
         let c = self.num_classes();
         if let Some((v, y)) = self.labels.iter().enumerate().find_map(|(v, y)| y.filter(|&y| y as usize >= c).map(|y| (v, y))) {
             return Err(Error::data_file(source, format!("node {v} has label {y} but there are only {c} classes")));
         }
         if let Some(s) = &self.standard_split
-            && s.roles.len() != n {
-                return Err(Error::data_file(source, format!("split covers {} nodes, graph has {n}", s.roles.len())));
-            }
+            && s.roles.len() != n
+        {
+            return Err(Error::data_file(source, format!("split covers {} nodes, graph has {n}", s.roles.len())));
+        }
         Ok(())
     }
 
@@ -110,10 +110,7 @@ impl Dataset {
         self.features.as_ref().ok_or_else(|| {
             Error::dataset(
                 &self.name,
-                format!(
-                    "has no node features in this copy of the data ({}); choose a dataset with features",
-                    self.notes.join("; ")
-                ),
+                format!("has no node features in this copy of the data ({}); choose a dataset with features", self.notes.join("; ")),
             )
         })
     }

@@ -68,10 +68,7 @@ impl DType {
     }
 
     fn is_integer(self) -> bool {
-        matches!(
-            self,
-            DType::Bool | DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32 | DType::U64
-        )
+        matches!(self, DType::Bool | DType::I8 | DType::I16 | DType::I32 | DType::I64 | DType::U8 | DType::U16 | DType::U32 | DType::U64)
     }
 
     fn is_numeric(self) -> bool {
@@ -96,7 +93,11 @@ impl NpyArray {
         let item = dtype.item_size().ok_or("string width overflows")?;
         let expected = shape.iter().try_fold(item, |acc, &d| acc.checked_mul(d)).ok_or_else(|| format!("shape {shape:?} overflows"))?;
         if data.len() != expected {
-            return Err(format!("shape {shape:?} of {} needs {expected} data bytes, found {} (truncated or corrupt)", dtype.name(), data.len()));
+            return Err(format!(
+                "shape {shape:?} of {} needs {expected} data bytes, found {} (truncated or corrupt)",
+                dtype.name(),
+                data.len()
+            ));
         }
         Ok(NpyArray { dtype, shape, data })
     }
@@ -165,8 +166,7 @@ impl NpyArray {
                         if cp == 0 {
                             break;
                         }
-                        let ch = char::from_u32(cp)
-                            .ok_or_else(|| ctx.err(format!("element {i} holds invalid code point {cp:#x}")))?;
+                        let ch = char::from_u32(cp).ok_or_else(|| ctx.err(format!("element {i} holds invalid code point {cp:#x}")))?;
                         s.push(ch);
                     }
                     out.push(s);
@@ -181,8 +181,7 @@ impl NpyArray {
                 }
                 for (i, item) in self.data.chunks_exact(n).enumerate() {
                     let end = item.iter().position(|&b| b == 0).unwrap_or(n);
-                    let s = std::str::from_utf8(&item[..end])
-                        .map_err(|_| ctx.err(format!("element {i} is not valid UTF-8")))?;
+                    let s = std::str::from_utf8(&item[..end]).map_err(|_| ctx.err(format!("element {i} is not valid UTF-8")))?;
                     out.push(s.to_owned());
                 }
                 Ok(out)
@@ -403,9 +402,7 @@ pub(crate) fn parse_descr(descr: &str) -> std::result::Result<DType, String> {
              (re-save it as plain numeric arrays)"
         ));
     }
-    let width: usize = rest[kind.len_utf8()..]
-        .parse()
-        .map_err(|_| format!("unsupported dtype '{descr}' ({SUPPORTED})"))?;
+    let width: usize = rest[kind.len_utf8()..].parse().map_err(|_| format!("unsupported dtype '{descr}' ({SUPPORTED})"))?;
     let dtype = match (kind, width) {
         ('b', 1) => DType::Bool,
         ('i', 1) => DType::I8,
@@ -446,13 +443,9 @@ impl std::fmt::Debug for NpzArchive {
 impl NpzArchive {
     pub fn open(path: &Path) -> Result<Self> {
         let file = File::open(path).map_err(|e| Error::data_file(path, format!("cannot open: {e}")))?;
-        let zip = zip::ZipArchive::new(BufReader::new(file)).map_err(|e| {
-            Error::data_file(path, format!("not a readable .npz (zip) archive, possibly truncated: {e}"))
-        })?;
-        let entries = zip
-            .file_names()
-            .map(|n| (n.strip_suffix(".npy").unwrap_or(n).to_string(), n.to_string()))
-            .collect();
+        let zip = zip::ZipArchive::new(BufReader::new(file))
+            .map_err(|e| Error::data_file(path, format!("not a readable .npz (zip) archive, possibly truncated: {e}")))?;
+        let entries = zip.file_names().map(|n| (n.strip_suffix(".npy").unwrap_or(n).to_string(), n.to_string())).collect();
         Ok(NpzArchive { path: path.to_path_buf(), zip, entries })
     }
 
@@ -529,8 +522,7 @@ impl NpzArchive {
     fn read_1d(&mut self, key: &str) -> Result<NpyArray> {
         let a = self.read(key)?;
         if a.shape.len() > 1 {
-            return Err(Ctx { path: &self.path, key: Some(key) }
-                .err(format!("expected a 1-d array, found shape {:?}", a.shape)));
+            return Err(Ctx { path: &self.path, key: Some(key) }.err(format!("expected a 1-d array, found shape {:?}", a.shape)));
         }
         Ok(a)
     }
@@ -557,8 +549,8 @@ pub fn npy_bytes(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::npy_bytes as npy;
+    use super::*;
     use std::io::Write;
 
     fn ctx() -> Ctx<'static> {
@@ -604,8 +596,8 @@ mod tests {
             npy("|O", &[], &[0; 8]),
             npy("<c8", &[1], &[0; 8]),
             npy(">i4", &[1], &[0; 4]),
-            npy("<i4", &[3], &[0; 8]),             // too little data
-            npy("<i4", &[usize::MAX, 2], &[0; 8]), // overflowing shape
+            npy("<i4", &[3], &[0; 8]),              // too little data
+            npy("<i4", &[usize::MAX, 2], &[0; 8]),  // overflowing shape
             b"\x93NUMPY\x01\x00\xff\xff{".to_vec(), // header longer than file
             b"garbage".to_vec(),
         ];

@@ -11,8 +11,8 @@
 
 use std::path::Path;
 
-use super::npy::{self, DType, NpyArray};
 use super::CsrMatrix;
+use super::npy::{self, DType, NpyArray};
 use crate::error::{Error, Result};
 
 /// A node of the value tree; children are indices into [`Pickle::nodes`].
@@ -31,7 +31,13 @@ pub enum Node {
     Global(String, String),
     /// `func(*args)` (REDUCE or NEWOBJ), with the state `BUILD` gave it and any items
     /// appended or set on it (a defaultdict's).
-    Object { func: usize, args: usize, state: Option<usize>, list: Vec<usize>, dict: Vec<(usize, usize)> },
+    Object {
+        func: usize,
+        args: usize,
+        state: Option<usize>,
+        list: Vec<usize>,
+        dict: Vec<(usize, usize)>,
+    },
 }
 
 impl Node {
@@ -132,7 +138,8 @@ impl Parser<'_> {
     }
     fn global(&mut self, module: String, name: String) -> Result<()> {
         if !self.allowed.iter().any(|&(m, n)| m == module && n == name) {
-            return Err(self.err(format!("refers to `{module}.{name}`, which this reader does not admit (a file of another kind, or tampered with)")));
+            return Err(self
+                .err(format!("refers to `{module}.{name}`, which this reader does not admit (a file of another kind, or tampered with)")));
         }
         self.push(Node::Global(module, name));
         Ok(())
@@ -266,7 +273,11 @@ impl Parser<'_> {
                 }
                 // SETITEM one pair / SETITEMS the pairs since the mark.
                 b's' | b'u' => {
-                    let items = if op == b's' { self.stack.split_off(self.stack.len().checked_sub(2).ok_or_else(|| self.err("stack underflow"))?) } else { self.pop_mark()? };
+                    let items = if op == b's' {
+                        self.stack.split_off(self.stack.len().checked_sub(2).ok_or_else(|| self.err("stack underflow"))?)
+                    } else {
+                        self.pop_mark()?
+                    };
                     let target = self.top()?;
                     self.set_items(target, items)?;
                 }
@@ -369,7 +380,8 @@ impl Pickle {
 }
 
 /// The globals numpy arrays pickle with (Python 2's and 3's module names).
-pub const NUMPY: &[(&str, &str)] = &[("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype")];
+pub const NUMPY: &[(&str, &str)] =
+    &[("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype")];
 
 /// The globals of a scipy CSR matrix (module names of scipy < 1.8 and ≥ 1.8).
 pub const SCIPY_CSR: &[(&str, &str)] = &[("scipy.sparse.csr", "csr_matrix"), ("scipy.sparse._csr", "csr_matrix")];
@@ -379,7 +391,13 @@ pub const SCIPY_CSR: &[(&str, &str)] = &[("scipy.sparse.csr", "csr_matrix"), ("s
 pub fn ndarray(p: &Pickle, id: usize, source: &Path) -> Result<NpyArray> {
     let err = |m: &str| Error::data_file(source, format!("pickle: {m}"));
     let [_, shape, dtype, fortran, data] = array_state(p, id, source)?;
-    let shape: Vec<usize> = p.seq(shape).ok_or_else(|| err("shape"))?.iter().map(|&d| p.int(d).map(|v| v as usize)).collect::<Option<_>>().ok_or_else(|| err("shape"))?;
+    let shape: Vec<usize> = p
+        .seq(shape)
+        .ok_or_else(|| err("shape"))?
+        .iter()
+        .map(|&d| p.int(d).map(|v| v as usize))
+        .collect::<Option<_>>()
+        .ok_or_else(|| err("shape"))?;
     if p.int(fortran) == Some(1) && shape.len() > 1 {
         return Err(err("Fortran-order arrays are not supported"));
     }
@@ -411,14 +429,18 @@ pub fn object_items(p: &Pickle, id: usize, source: &Path) -> Result<Vec<usize>> 
 fn array_state(p: &Pickle, id: usize, source: &Path) -> Result<[usize; 5]> {
     let err = |m: &str| Error::data_file(source, format!("pickle: {m}"));
     let (_, _, _, state) = p.object(id).filter(|o| o.1 == "_reconstruct").ok_or_else(|| err("expected a numpy array"))?;
-    let state = p.seq(state.ok_or_else(|| err("a numpy array without state"))?).ok_or_else(|| err("a numpy array's state is not a tuple"))?;
+    let state =
+        p.seq(state.ok_or_else(|| err("a numpy array without state"))?).ok_or_else(|| err("a numpy array's state is not a tuple"))?;
     <[usize; 5]>::try_from(state).map_err(|_| err("a numpy array's state is not (version, shape, dtype, fortran, data)"))
 }
 
 /// A numpy array of strings: fixed-width (`<U…`, `|S…`) or objects that are strings.
 pub fn strings(p: &Pickle, id: usize, source: &Path) -> Result<Vec<String>> {
     if let Ok(items) = object_items(p, id, source) {
-        return items.iter().map(|&i| p.str(i).ok_or_else(|| Error::data_file(source, "pickle: an object array holding a non-string"))).collect();
+        return items
+            .iter()
+            .map(|&i| p.str(i).ok_or_else(|| Error::data_file(source, "pickle: an object array holding a non-string")))
+            .collect();
     }
     ndarray(p, id, source)?.to_strings(&npy::Ctx { path: source, key: None })
 }
@@ -475,7 +497,9 @@ mod tests {
     /// FRAME, STACK_GLOBAL, MEMOIZE, LONG1.
     #[test]
     fn protocol_4_frames_stack_globals_and_long_integers() {
-        let b = unhex("80049536000000000000008c0b636f6c6c656374696f6e73948c0b4f726465726564446963749493942952948a060000000000ff8a08ffffffffffffff7f87942e");
+        let b = unhex(
+            "80049536000000000000008c0b636f6c6c656374696f6e73948c0b4f726465726564446963749493942952948a060000000000ff8a08ffffffffffffff7f87942e",
+        );
         let e = parse(&b, &[], Path::new("t.pkl")).unwrap_err().to_string();
         assert!(e.contains("`collections.OrderedDict`"), "{e}");
         let p = parse(&b, &[("collections", "OrderedDict")], Path::new("t")).unwrap();

@@ -250,11 +250,7 @@ mod tests {
     fn minmax_sparse_counts_implicit_zeros() {
         // Columns: 0 → {2, 4, ·}; 1 → {·, ·, -2} (negative min: zeros become 1);
         // 2 → {4, ·, 4}; 3 → constant 1 (dropped); 4 → all implicit zero (dropped).
-        let f = sparse(
-            3,
-            5,
-            &[(0, 0, 2.0), (0, 2, 4.0), (0, 3, 1.0), (1, 0, 4.0), (1, 3, 1.0), (2, 1, -2.0), (2, 2, 4.0), (2, 3, 1.0)],
-        );
+        let f = sparse(3, 5, &[(0, 0, 2.0), (0, 2, 4.0), (0, 3, 1.0), (1, 0, 4.0), (1, 3, 1.0), (2, 1, -2.0), (2, 2, 4.0), (2, 3, 1.0)]);
         let out = minmax(&f);
         let expected = sparse(3, 3, &[(0, 0, 0.5), (0, 1, 1.0), (0, 2, 1.0), (1, 0, 1.0), (1, 1, 1.0), (2, 2, 1.0)]);
         assert_eq!(out, expected);
@@ -289,8 +285,8 @@ mod tests {
         assert_eq!(PreprocessConfig::default().apply(&d).unwrap(), d);
         let nan = dense(1, 2, &[1.0, f32::NAN]);
         assert!(cfg.apply(&nan).is_err());
-        let c: PreprocessConfig = serde_yaml::from_str("minmax: true").unwrap();
+        let c: PreprocessConfig = serde_norway::from_str("minmax: true").unwrap();
         assert_eq!(c, PreprocessConfig { minmax: true, group_columns: None, lcc: false });
-        assert!(serde_yaml::from_str::<PreprocessConfig>("minmx: true").is_err());
+        assert!(serde_norway::from_str::<PreprocessConfig>("minmx: true").is_err());
     }
 }

@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::Dataset;
 use super::loaders::{self, rgnn_tabular::Recipe};
 use super::synthetic::{self, SyntheticConfig};
-use super::Dataset;
 use crate::error::{Error, Result};
 
 /// Environment variable naming the data directory (the `--data-dir` flag wins over it).
@@ -72,53 +72,287 @@ const RGNN: (&str, &str) = ("karuna-bhaila/RGNN", "1d70a437a0fdeb055ccb5f5be300a
 const PUBMED_DUMP: (&str, &str) = ("yottacto/parameter-server", "3cdb22c584aaab4534c94e4eb5dc2a229d037038");
 const NIFTY: (&str, &str) = ("chirag126/nifty", "6c270c5ec736c5138d455609112cf6dfcc63dcca");
 
-const fn file(path: &'static str, bytes: u64, sha256: &'static str, (repo, commit): (&'static str, &'static str), source: &'static str) -> RemoteFile {
+const fn file(
+    path: &'static str,
+    bytes: u64,
+    sha256: &'static str,
+    (repo, commit): (&'static str, &'static str),
+    source: &'static str,
+) -> RemoteFile {
     RemoteFile { path, bytes, sha256, repo, commit, source }
 }
 
 /// The files that can be fetched, with the sizes and checksums of the data README.
 pub static REMOTE_FILES: &[RemoteFile] = &[
-    file("gnn_benchmark_npz/cora.npz", 540_580, "068e22d90c3849b4057dfb05851741428992af058efcd4e7ebb4186f3d581de2", GNN_BENCHMARK, "data/npz/cora.npz"),
-    file("gnn_benchmark_npz/citeseer.npz", 1_348_784, "280278b21b434c047922e8389518861416fb3ad39389c27865ff0e6bbb0aaab7", GNN_BENCHMARK, "data/npz/citeseer.npz"),
-    file("planetoid/ind.citeseer.allx", 595_021, "2ac30345d95c9ec933a817ee0bdd6a5f077f8c184a20e696910192d534414668", PLANETOID, "data/ind.citeseer.allx"),
-    file("planetoid/ind.citeseer.ally", 55_623, "f704b2d986dde6c2669934de1f3ae5696a6cf9455c0f6b2646a2d135ea0a1c95", PLANETOID, "data/ind.citeseer.ally"),
-    file("planetoid/ind.citeseer.graph", 61_987, "d79a4ef9d3e7169aee8946145f6b7306e35bc79bffad26346cfb94e10e9912a7", PLANETOID, "data/ind.citeseer.graph"),
-    file("planetoid/ind.citeseer.test.index", 5_000, "2af990671580b6b2df5d158d1038f8292e30c9cd821b5453f399659b25b723d4", PLANETOID, "data/ind.citeseer.test.index"),
-    file("planetoid/ind.citeseer.tx", 260_321, "539a8906a2da97628d212f2fdd668c109a8b3f0d36574b59e5d3fd5b5303da21", PLANETOID, "data/ind.citeseer.tx"),
-    file("planetoid/ind.citeseer.ty", 24_135, "55e5bd1ba1e733a04598753ad1a8d57957f4b8f89e74519f41f4f4938767e4ce", PLANETOID, "data/ind.citeseer.ty"),
-    file("planetoid/ind.citeseer.x", 31_087, "d20de19150741e555de0ed037195630fc194114ebc7fd72ced62810148aa22f6", PLANETOID, "data/ind.citeseer.x"),
-    file("planetoid/ind.citeseer.y", 3_014, "8ba87e515d8e3ee3cf52f6d2c5b86aa73f11ecad825a808455209ec26cd54924", PLANETOID, "data/ind.citeseer.y"),
-    file("planetoid/ind.cora.allx", 257_305, "9419ba2f26f5c35243db64aba110e0f35a04851609e0dc5433450676ca6b8543", PLANETOID, "data/ind.cora.allx"),
-    file("planetoid/ind.cora.ally", 47_959, "2b998f5cc7fedc86e7f97ca2498f47a1ffc1462c29e2d578b23bf3f62b6e7d71", PLANETOID, "data/ind.cora.ally"),
-    file("planetoid/ind.cora.graph", 59_847, "58f13302f39dde8852dad6fe6d15b89b077b6d7f837626bce671ef80344b383d", PLANETOID, "data/ind.cora.graph"),
-    file("planetoid/ind.cora.test.index", 5_000, "297ce89af2b51a6a194181c7dbe1796c6a1cf9cd9349a88383b1b1e227867875", PLANETOID, "data/ind.cora.test.index"),
-    file("planetoid/ind.cora.tx", 148_025, "b9afbaa4a400df991f6f02ef677e1e44da55ffc04801fd02f9e673987829226a", PLANETOID, "data/ind.cora.tx"),
-    file("planetoid/ind.cora.ty", 28_135, "41f5ac76596a1699cc33f53084a2419e92961c42bb75f36fc38e616d348532ad", PLANETOID, "data/ind.cora.ty"),
+    file(
+        "gnn_benchmark_npz/cora.npz",
+        540_580,
+        "068e22d90c3849b4057dfb05851741428992af058efcd4e7ebb4186f3d581de2",
+        GNN_BENCHMARK,
+        "data/npz/cora.npz",
+    ),
+    file(
+        "gnn_benchmark_npz/citeseer.npz",
+        1_348_784,
+        "280278b21b434c047922e8389518861416fb3ad39389c27865ff0e6bbb0aaab7",
+        GNN_BENCHMARK,
+        "data/npz/citeseer.npz",
+    ),
+    file(
+        "planetoid/ind.citeseer.allx",
+        595_021,
+        "2ac30345d95c9ec933a817ee0bdd6a5f077f8c184a20e696910192d534414668",
+        PLANETOID,
+        "data/ind.citeseer.allx",
+    ),
+    file(
+        "planetoid/ind.citeseer.ally",
+        55_623,
+        "f704b2d986dde6c2669934de1f3ae5696a6cf9455c0f6b2646a2d135ea0a1c95",
+        PLANETOID,
+        "data/ind.citeseer.ally",
+    ),
+    file(
+        "planetoid/ind.citeseer.graph",
+        61_987,
+        "d79a4ef9d3e7169aee8946145f6b7306e35bc79bffad26346cfb94e10e9912a7",
+        PLANETOID,
+        "data/ind.citeseer.graph",
+    ),
+    file(
+        "planetoid/ind.citeseer.test.index",
+        5_000,
+        "2af990671580b6b2df5d158d1038f8292e30c9cd821b5453f399659b25b723d4",
+        PLANETOID,
+        "data/ind.citeseer.test.index",
+    ),
+    file(
+        "planetoid/ind.citeseer.tx",
+        260_321,
+        "539a8906a2da97628d212f2fdd668c109a8b3f0d36574b59e5d3fd5b5303da21",
+        PLANETOID,
+        "data/ind.citeseer.tx",
+    ),
+    file(
+        "planetoid/ind.citeseer.ty",
+        24_135,
+        "55e5bd1ba1e733a04598753ad1a8d57957f4b8f89e74519f41f4f4938767e4ce",
+        PLANETOID,
+        "data/ind.citeseer.ty",
+    ),
+    file(
+        "planetoid/ind.citeseer.x",
+        31_087,
+        "d20de19150741e555de0ed037195630fc194114ebc7fd72ced62810148aa22f6",
+        PLANETOID,
+        "data/ind.citeseer.x",
+    ),
+    file(
+        "planetoid/ind.citeseer.y",
+        3_014,
+        "8ba87e515d8e3ee3cf52f6d2c5b86aa73f11ecad825a808455209ec26cd54924",
+        PLANETOID,
+        "data/ind.citeseer.y",
+    ),
+    file(
+        "planetoid/ind.cora.allx",
+        257_305,
+        "9419ba2f26f5c35243db64aba110e0f35a04851609e0dc5433450676ca6b8543",
+        PLANETOID,
+        "data/ind.cora.allx",
+    ),
+    file(
+        "planetoid/ind.cora.ally",
+        47_959,
+        "2b998f5cc7fedc86e7f97ca2498f47a1ffc1462c29e2d578b23bf3f62b6e7d71",
+        PLANETOID,
+        "data/ind.cora.ally",
+    ),
+    file(
+        "planetoid/ind.cora.graph",
+        59_847,
+        "58f13302f39dde8852dad6fe6d15b89b077b6d7f837626bce671ef80344b383d",
+        PLANETOID,
+        "data/ind.cora.graph",
+    ),
+    file(
+        "planetoid/ind.cora.test.index",
+        5_000,
+        "297ce89af2b51a6a194181c7dbe1796c6a1cf9cd9349a88383b1b1e227867875",
+        PLANETOID,
+        "data/ind.cora.test.index",
+    ),
+    file(
+        "planetoid/ind.cora.tx",
+        148_025,
+        "b9afbaa4a400df991f6f02ef677e1e44da55ffc04801fd02f9e673987829226a",
+        PLANETOID,
+        "data/ind.cora.tx",
+    ),
+    file(
+        "planetoid/ind.cora.ty",
+        28_135,
+        "41f5ac76596a1699cc33f53084a2419e92961c42bb75f36fc38e616d348532ad",
+        PLANETOID,
+        "data/ind.cora.ty",
+    ),
     file("planetoid/ind.cora.x", 22_119, "23cfa55d91c6f624233f5eb7b6e3f141f1bd2b2ae39608a63cf5d084bb27baab", PLANETOID, "data/ind.cora.x"),
     file("planetoid/ind.cora.y", 4_054, "94465c14eb53e04ca262198dcbb2521ee8af60fb3f3d546cd6ca24a511b0e7d1", PLANETOID, "data/ind.cora.y"),
-    file("planetoid/ind.pubmed.ally", 224_739, "0c37bbe3b5014ec365e9d393cf4791925e5ed94fb194305d74f064a8d7b50f0e", PLANETOID, "data/ind.pubmed.ally"),
-    file("planetoid/ind.pubmed.graph", 471_808, "5b89f0036ca22909471f1e6558eb42fa06e0c730a577bde5b058b40638f81dc9", PLANETOID, "data/ind.pubmed.graph"),
-    file("planetoid/ind.pubmed.test.index", 6_000, "b101d421688bbaecbd82e8a18f1e282378d6830f3a37666f28ebc47f844341b5", PLANETOID, "data/ind.pubmed.test.index"),
-    file("planetoid/ind.pubmed.tx", 405_505, "4eb5f5d0f30f26497eb0ac6ac9719d09c67e284f1ed0385c93f3ef27a671da3d", PLANETOID, "data/ind.pubmed.tx"),
-    file("planetoid/ind.pubmed.ty", 12_135, "ee2e0d4819d9fbcc403689c3bf2e49face401b605932f093bc58ab6461130fdd", PLANETOID, "data/ind.pubmed.ty"),
-    file("planetoid/ind.pubmed.x", 23_172, "fbe9cb5c47200d1b7769a26e579be3b7130b556831f9d850e77c4c74f2599b33", PLANETOID, "data/ind.pubmed.x"),
+    file(
+        "planetoid/ind.pubmed.ally",
+        224_739,
+        "0c37bbe3b5014ec365e9d393cf4791925e5ed94fb194305d74f064a8d7b50f0e",
+        PLANETOID,
+        "data/ind.pubmed.ally",
+    ),
+    file(
+        "planetoid/ind.pubmed.graph",
+        471_808,
+        "5b89f0036ca22909471f1e6558eb42fa06e0c730a577bde5b058b40638f81dc9",
+        PLANETOID,
+        "data/ind.pubmed.graph",
+    ),
+    file(
+        "planetoid/ind.pubmed.test.index",
+        6_000,
+        "b101d421688bbaecbd82e8a18f1e282378d6830f3a37666f28ebc47f844341b5",
+        PLANETOID,
+        "data/ind.pubmed.test.index",
+    ),
+    file(
+        "planetoid/ind.pubmed.tx",
+        405_505,
+        "4eb5f5d0f30f26497eb0ac6ac9719d09c67e284f1ed0385c93f3ef27a671da3d",
+        PLANETOID,
+        "data/ind.pubmed.tx",
+    ),
+    file(
+        "planetoid/ind.pubmed.ty",
+        12_135,
+        "ee2e0d4819d9fbcc403689c3bf2e49face401b605932f093bc58ab6461130fdd",
+        PLANETOID,
+        "data/ind.pubmed.ty",
+    ),
+    file(
+        "planetoid/ind.pubmed.x",
+        23_172,
+        "fbe9cb5c47200d1b7769a26e579be3b7130b556831f9d850e77c4c74f2599b33",
+        PLANETOID,
+        "data/ind.pubmed.x",
+    ),
     file("planetoid/ind.pubmed.y", 854, "e6c807633307a07ed659249006536a147c7999c797f11a2560752990181b41b3", PLANETOID, "data/ind.pubmed.y"),
-    file("pubmed_features/pubmed.7z", 3_634_143, "ef2a6816d10dfcb1e11cb16625b30ca097b477c3c79b873e048ec6c8b15af78b", PUBMED_DUMP, "data/pubmed.7z"),
-    file("graphdata_npz/amazon_cs.npz", 3_410_531, "a6942db609f196b53503d91b99a02ad8d052d5d9be8ef41db976fb65f66ed1f3", GRAPHDATA, "datasets/amazon_cs.npz"),
-    file("graphdata_npz/amazon_photo.npz", 1_772_672, "bdb98b54cd3125bfa69b23ba0aae84fabcb770c6727175b8f6eb1d64f3be4b2b", GRAPHDATA, "datasets/amazon_photo.npz"),
-    file("graphdata_npz/coauthor_cs.npz", 2_800_548, "7b7b51bf270d341f1c4231834c58a526bb04db003fd76a6d2f51ad7d252005ed", GRAPHDATA, "datasets/coauthor_cs.npz"),
-    file("graphdata_npz/coauthor_phy.npz", 3_772_032, "1c930d99910763bc5f0c1aa90e8baa945f5ad6027663fe5332d0f08fde33cd7d", GRAPHDATA, "datasets/coauthor_phy.npz"),
-    file("graphdata_npz/cora_ml.npz", 778_126, "590d93689ec70aa0da17b3f1c6915dfd3c1b6306ad4f3286a2075599f7a85630", GRAPHDATA, "datasets/cora_ml.npz"),
-    file("graphdata_npz/dblp.npz", 727_093, "e1c460c864735b88158e230e715715b08a8f7bb7c94f7f6c3b5efc412558877d", GRAPHDATA, "datasets/dblp.npz"),
-    file("facebook_page_page/facebook.json", 2_088_766, "ea870537646a93642a0008d38aa9bfeff02018070ba97b1f3f469d9622626436", MUSAE, "input/features/facebook.json"),
-    file("facebook_page_page/facebook_edges.csv", 1_882_610, "7c50d8f02a75cc0829577814a1fc14535164daa38d79c3612340c9e9cdbd4022", MUSAE, "input/edges/facebook_edges.csv"),
-    file("facebook_page_page/facebook_target.csv", 1_177_912, "7bd96eafea3c2ca40f44bfa9e73642194696c21e38c7b29ed409c32ad14075cd", MUSAE, "input/target/facebook_target.csv"),
-    file("lastfm_asia/lastfm_asia_edges.csv", 270_447, "548eacff61bff564ab5007831fa4a7a30e1a3956075ffd24e43310ed33555842", FEATHER, "new_node_level_dataset/edges/lastfm_asia_edges.csv"),
-    file("lastfm_asia/lastfm_asia_target.csv", 56_482, "91f19215f6eca8321feec038bd32900cf13fd4f7e041a9976cf202807c72ac16", FEATHER, "new_node_level_dataset/target/lastfm_asia_target.csv"),
-    file("rgnn_semisynthetic/german_synthetic_graph.pkl", 228_094, "860b941dc8e5f1cc3fa7b158584dfb017e449858eb4b49663bdb0bf7334038f2", RGNN, "RGNN/datasets/german/german/raw/german_synthetic_graph.pkl"),
-    file("rgnn_semisynthetic/student_synthetic_graph.pkl", 99_390, "00d32c9846d8ee1ef25e087d92b946b267616d467142df392ed79f808048859d", RGNN, "RGNN/datasets/student/student/raw/student_synthetic_graph.pkl"),
-    file("german_nifty/german.csv", 77_765, "49cc549b1ca3f1650e3bdcd8cfce62313c763abfbcbf785d32b07fb76ae078ca", NIFTY, "dataset/german/german.csv"),
-    file("german_nifty/german_edges.txt", 1_248_500, "404d107384e05a14ce9befe04a710d7df0a7492095569dc35ffb5d47742ee300", NIFTY, "dataset/german/german_edges.txt"),
+    file(
+        "pubmed_features/pubmed.7z",
+        3_634_143,
+        "ef2a6816d10dfcb1e11cb16625b30ca097b477c3c79b873e048ec6c8b15af78b",
+        PUBMED_DUMP,
+        "data/pubmed.7z",
+    ),
+    file(
+        "graphdata_npz/amazon_cs.npz",
+        3_410_531,
+        "a6942db609f196b53503d91b99a02ad8d052d5d9be8ef41db976fb65f66ed1f3",
+        GRAPHDATA,
+        "datasets/amazon_cs.npz",
+    ),
+    file(
+        "graphdata_npz/amazon_photo.npz",
+        1_772_672,
+        "bdb98b54cd3125bfa69b23ba0aae84fabcb770c6727175b8f6eb1d64f3be4b2b",
+        GRAPHDATA,
+        "datasets/amazon_photo.npz",
+    ),
+    file(
+        "graphdata_npz/coauthor_cs.npz",
+        2_800_548,
+        "7b7b51bf270d341f1c4231834c58a526bb04db003fd76a6d2f51ad7d252005ed",
+        GRAPHDATA,
+        "datasets/coauthor_cs.npz",
+    ),
+    file(
+        "graphdata_npz/coauthor_phy.npz",
+        3_772_032,
+        "1c930d99910763bc5f0c1aa90e8baa945f5ad6027663fe5332d0f08fde33cd7d",
+        GRAPHDATA,
+        "datasets/coauthor_phy.npz",
+    ),
+    file(
+        "graphdata_npz/cora_ml.npz",
+        778_126,
+        "590d93689ec70aa0da17b3f1c6915dfd3c1b6306ad4f3286a2075599f7a85630",
+        GRAPHDATA,
+        "datasets/cora_ml.npz",
+    ),
+    file(
+        "graphdata_npz/dblp.npz",
+        727_093,
+        "e1c460c864735b88158e230e715715b08a8f7bb7c94f7f6c3b5efc412558877d",
+        GRAPHDATA,
+        "datasets/dblp.npz",
+    ),
+    file(
+        "facebook_page_page/facebook.json",
+        2_088_766,
+        "ea870537646a93642a0008d38aa9bfeff02018070ba97b1f3f469d9622626436",
+        MUSAE,
+        "input/features/facebook.json",
+    ),
+    file(
+        "facebook_page_page/facebook_edges.csv",
+        1_882_610,
+        "7c50d8f02a75cc0829577814a1fc14535164daa38d79c3612340c9e9cdbd4022",
+        MUSAE,
+        "input/edges/facebook_edges.csv",
+    ),
+    file(
+        "facebook_page_page/facebook_target.csv",
+        1_177_912,
+        "7bd96eafea3c2ca40f44bfa9e73642194696c21e38c7b29ed409c32ad14075cd",
+        MUSAE,
+        "input/target/facebook_target.csv",
+    ),
+    file(
+        "lastfm_asia/lastfm_asia_edges.csv",
+        270_447,
+        "548eacff61bff564ab5007831fa4a7a30e1a3956075ffd24e43310ed33555842",
+        FEATHER,
+        "new_node_level_dataset/edges/lastfm_asia_edges.csv",
+    ),
+    file(
+        "lastfm_asia/lastfm_asia_target.csv",
+        56_482,
+        "91f19215f6eca8321feec038bd32900cf13fd4f7e041a9976cf202807c72ac16",
+        FEATHER,
+        "new_node_level_dataset/target/lastfm_asia_target.csv",
+    ),
+    file(
+        "rgnn_semisynthetic/german_synthetic_graph.pkl",
+        228_094,
+        "860b941dc8e5f1cc3fa7b158584dfb017e449858eb4b49663bdb0bf7334038f2",
+        RGNN,
+        "RGNN/datasets/german/german/raw/german_synthetic_graph.pkl",
+    ),
+    file(
+        "rgnn_semisynthetic/student_synthetic_graph.pkl",
+        99_390,
+        "00d32c9846d8ee1ef25e087d92b946b267616d467142df392ed79f808048859d",
+        RGNN,
+        "RGNN/datasets/student/student/raw/student_synthetic_graph.pkl",
+    ),
+    file(
+        "german_nifty/german.csv",
+        77_765,
+        "49cc549b1ca3f1650e3bdcd8cfce62313c763abfbcbf785d32b07fb76ae078ca",
+        NIFTY,
+        "dataset/german/german.csv",
+    ),
+    file(
+        "german_nifty/german_edges.txt",
+        1_248_500,
+        "404d107384e05a14ce9befe04a710d7df0a7492095569dc35ffb5d47742ee300",
+        NIFTY,
+        "dataset/german/german_edges.txt",
+    ),
 ];
 
 /// The published files `spec` is read from: its files, or for a file built from published
@@ -247,12 +481,42 @@ static KNOWN: &[DatasetSpec] = &[
         &["planetoid/derived/pubmed.npz"],
         "PubMed diabetes citations (Planetoid graph with its 500 TF-IDF features): 19717 nodes, 3 classes",
     ),
-    graphdata("dblp", "graphdata_npz/dblp.npz", &["graphdata_npz/dblp.npz"], "DBLP citations (GraphData): 17716 nodes, 1639 real features, 4 classes"),
-    graphdata("cora_ml", "graphdata_npz/cora_ml.npz", &["graphdata_npz/cora_ml.npz"], "Cora-ML citations (GraphData): 2995 nodes, 2879 real features, 7 classes"),
-    graphdata("amazon_photo", "graphdata_npz/amazon_photo.npz", &["graphdata_npz/amazon_photo.npz"], "Amazon Photo co-purchases (GraphData): 7650 nodes, 745 binary features, 8 classes"),
-    graphdata("amazon_cs", "graphdata_npz/amazon_cs.npz", &["graphdata_npz/amazon_cs.npz"], "Amazon Computers co-purchases (GraphData): 13752 nodes, 767 binary features, 10 classes"),
-    graphdata("coauthor_cs", "graphdata_npz/coauthor_cs.npz", &["graphdata_npz/coauthor_cs.npz"], "Coauthor CS (GraphData): 18333 nodes, 6805 count features, 15 classes"),
-    graphdata("coauthor_phy", "graphdata_npz/coauthor_phy.npz", &["graphdata_npz/coauthor_phy.npz"], "Coauthor Physics (GraphData): 34493 nodes, 8415 count features, 5 classes"),
+    graphdata(
+        "dblp",
+        "graphdata_npz/dblp.npz",
+        &["graphdata_npz/dblp.npz"],
+        "DBLP citations (GraphData): 17716 nodes, 1639 real features, 4 classes",
+    ),
+    graphdata(
+        "cora_ml",
+        "graphdata_npz/cora_ml.npz",
+        &["graphdata_npz/cora_ml.npz"],
+        "Cora-ML citations (GraphData): 2995 nodes, 2879 real features, 7 classes",
+    ),
+    graphdata(
+        "amazon_photo",
+        "graphdata_npz/amazon_photo.npz",
+        &["graphdata_npz/amazon_photo.npz"],
+        "Amazon Photo co-purchases (GraphData): 7650 nodes, 745 binary features, 8 classes",
+    ),
+    graphdata(
+        "amazon_cs",
+        "graphdata_npz/amazon_cs.npz",
+        &["graphdata_npz/amazon_cs.npz"],
+        "Amazon Computers co-purchases (GraphData): 13752 nodes, 767 binary features, 10 classes",
+    ),
+    graphdata(
+        "coauthor_cs",
+        "graphdata_npz/coauthor_cs.npz",
+        &["graphdata_npz/coauthor_cs.npz"],
+        "Coauthor CS (GraphData): 18333 nodes, 6805 count features, 15 classes",
+    ),
+    graphdata(
+        "coauthor_phy",
+        "graphdata_npz/coauthor_phy.npz",
+        &["graphdata_npz/coauthor_phy.npz"],
+        "Coauthor Physics (GraphData): 34493 nodes, 8415 count features, 5 classes",
+    ),
     DatasetSpec {
         name: "facebook",
         description: "Facebook page-page (MUSAE): 22470 nodes, 4714 binary sparse features, 4 classes",
@@ -352,7 +616,12 @@ pub fn load(name: &str, data_dir: Option<&Path>, synthetic: &SyntheticConfig, se
         if !p.is_file() {
             return Err(Error::data_file(
                 &p,
-                format!("not found (dataset `{name}` needs {} under the data directory {}); {}", spec.files.join(", "), dir.display(), how(Some(dir))),
+                format!(
+                    "not found (dataset `{name}` needs {} under the data directory {}); {}",
+                    spec.files.join(", "),
+                    dir.display(),
+                    how(Some(dir))
+                ),
             ));
         }
     }
@@ -393,7 +662,10 @@ mod tests {
         let e = load("corra", None, &cfg, 0).unwrap_err().to_string();
         assert!(e.contains("unknown dataset") && e.contains("cora, citeseer"), "{e}");
         let e = load("cora", None, &cfg, 0).unwrap_err().to_string();
-        assert!(e.contains("--data-dir") && e.contains(DATA_DIR_ENV) && e.contains("cora.npz") && e.contains("`fgl-sim datasets fetch cora"), "{e}");
+        assert!(
+            e.contains("--data-dir") && e.contains(DATA_DIR_ENV) && e.contains("cora.npz") && e.contains("`fgl-sim datasets fetch cora"),
+            "{e}"
+        );
         let dir = tempfile::tempdir().unwrap();
         let e = load("facebook", Some(dir.path()), &cfg, 0).unwrap_err().to_string();
         assert!(e.contains("facebook_page_page/facebook_edges.csv") && e.contains("not found"), "{e}");

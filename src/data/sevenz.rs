@@ -22,7 +22,10 @@ pub fn extract(bytes: &[u8], source: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     }
     let next_offset = u64::from_le_bytes(bytes[12..20].try_into().expect("8")) as usize;
     let next_size = u64::from_le_bytes(bytes[20..28].try_into().expect("8")) as usize;
-    let start = 32usize.checked_add(next_offset).filter(|&s| s.checked_add(next_size).is_some_and(|e| e <= bytes.len())).ok_or_else(|| err("truncated".into()))?;
+    let start = 32usize
+        .checked_add(next_offset)
+        .filter(|&s| s.checked_add(next_size).is_some_and(|e| e <= bytes.len()))
+        .ok_or_else(|| err("truncated".into()))?;
     let mut header = bytes[start..start + next_size].to_vec();
     loop {
         let mut r = Reader { b: &header, pos: 0, source };
@@ -177,7 +180,10 @@ impl Reader<'_> {
                                 info.file_sizes.push(s);
                             }
                             if count > 0 {
-                                let last = info.folders[k].unpack_size.checked_sub(sum).ok_or_else(|| self.err("file sizes exceed the folder's"))?;
+                                let last = info.folders[k]
+                                    .unpack_size
+                                    .checked_sub(sum)
+                                    .ok_or_else(|| self.err("file sizes exceed the folder's"))?;
                                 info.file_sizes.push(last);
                             }
                         }
@@ -272,7 +278,11 @@ impl Reader<'_> {
         }
         let mut streams = folder_files.into_iter();
         for (i, name) in names.into_iter().enumerate() {
-            let data = if empty.get(i).copied().unwrap_or(false) { Vec::new() } else { streams.next().ok_or_else(|| self.err("more files than streams"))? };
+            let data = if empty.get(i).copied().unwrap_or(false) {
+                Vec::new()
+            } else {
+                streams.next().ok_or_else(|| self.err("more files than streams"))?
+            };
             out.push((name, data));
         }
         Ok(out)

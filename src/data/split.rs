@@ -49,10 +49,7 @@ impl SplitRatios {
         }
         let sum = self.train + self.val + self.test;
         if (sum - 1.0).abs() > 1e-6 {
-            return Err(Error::param(
-                field,
-                format!("train + val + test = {sum}, but the ratios must sum to 1"),
-            ));
+            return Err(Error::param(field, format!("train + val + test = {sum}, but the ratios must sum to 1")));
         }
         Ok(())
     }

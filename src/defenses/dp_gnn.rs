@@ -610,7 +610,7 @@ mod tests {
 
     #[test]
     fn bad_configurations_name_their_field() {
-        let err = |y: &str| serde_yaml::from_str::<DpGnnConfig>(y).unwrap().validate().unwrap_err().to_string();
+        let err = |y: &str| serde_norway::from_str::<DpGnnConfig>(y).unwrap().validate().unwrap_err().to_string();
         assert!(err("max_degree: 5").contains("sigma"));
         assert!(err("sigma: 1\ntarget_epsilon: 2").contains("not both"));
         assert!(err("sigma: 0").contains("σ must be"));
@@ -620,7 +620,7 @@ mod tests {
         assert!(err("sigma: 1\ndelta: 1").contains("delta"));
         assert!(err("sigma: 1\nclip_percentile: 0").contains("clip_percentile"));
         assert!(err("sigma: 1\nclip: -1").contains("clip"));
-        assert!(serde_yaml::from_str::<DpGnnConfig>("sigma: 1\nsigmaa: 2").is_err());
+        assert!(serde_norway::from_str::<DpGnnConfig>("sigma: 1\nsigmaa: 2").is_err());
     }
 
     /// After bounding, every node sends to at most D nodes (so it sits in at most K
@@ -681,12 +681,12 @@ mod tests {
 
     #[test]
     fn the_ec_lda_code_calibration_is_named_and_checked() {
-        let cfg: DpGnnConfig = serde_yaml::from_str("target_epsilon: 8\ncalibration: ec-lda-code").unwrap();
+        let cfg: DpGnnConfig = serde_norway::from_str("target_epsilon: 8\ncalibration: ec-lda-code").unwrap();
         assert_eq!(cfg.calibration, Calibration::EcLdaCode);
-        assert_eq!(serde_yaml::from_str::<DpGnnConfig>("sigma: 1").unwrap().calibration, Calibration::DpGnn);
-        let e = serde_yaml::from_str::<DpGnnConfig>("sigma: 1\ncalibration: ec-lda").unwrap_err().to_string();
+        assert_eq!(serde_norway::from_str::<DpGnnConfig>("sigma: 1").unwrap().calibration, Calibration::DpGnn);
+        let e = serde_norway::from_str::<DpGnnConfig>("sigma: 1\ncalibration: ec-lda").unwrap_err().to_string();
         assert!(e.contains("dp-gnn") && e.contains("ec-lda-code"), "{e}");
-        let e = serde_yaml::from_str::<DpGnnConfig>("sigma: 1\ncalibration: ec-lda-code\nconversion: classic").unwrap().validate().unwrap_err().to_string();
+        let e = serde_norway::from_str::<DpGnnConfig>("sigma: 1\ncalibration: ec-lda-code\nconversion: classic").unwrap().validate().unwrap_err().to_string();
         assert!(e.contains("conversion"), "{e}");
     }
 

@@ -304,7 +304,7 @@ mod tests {
     use crate::data::{DenseMatrix, Features, Graph};
 
     fn config(yaml: &str) -> LabelDpConfig {
-        serde_yaml::from_str(yaml).unwrap()
+        serde_norway::from_str(yaml).unwrap()
     }
 
     fn data(n: usize, classes: usize) -> LocalData {
@@ -336,7 +336,7 @@ mod tests {
         assert!(err("epsilon: 1\nmechanism: rr-with-prior\nstages: [0.5, 0.5]\nstage_rounds: [2, 3]").contains("stage_rounds"));
         assert!(err("epsilon: 1\nmechanism: rr-with-prior\nstages: [0.5, 0.5]\nstage_rounds: [1]").contains("stage_rounds"));
         assert!(err("epsilon: 1\nmechanism: rr-with-prior\ntemperature: 0").contains("temperature"));
-        assert!(serde_yaml::from_str::<LabelDpConfig>("epsilon: 0").is_err());
+        assert!(serde_norway::from_str::<LabelDpConfig>("epsilon: 0").is_err());
         let d = defense("epsilon: 1\nmechanism: rr-with-prior\nprior: frequencies\nclass_frequencies: [1, 2]");
         let e = DataTransform::apply(&d, 0, &mut data(30, 3), &mut crate::rng::derive(0, "t", &[])).unwrap_err().to_string();
         assert!(e.contains("class_frequencies") && e.contains("3 classes"), "{e}");

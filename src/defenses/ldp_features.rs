@@ -319,7 +319,7 @@ mod tests {
     }
 
     fn config(yaml: &str) -> LdpFeaturesConfig {
-        serde_yaml::from_str(yaml).unwrap()
+        serde_norway::from_str(yaml).unwrap()
     }
 
     #[test]

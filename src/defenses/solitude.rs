@@ -367,7 +367,7 @@ mod tests {
     use super::*;
 
     fn config() -> SolitudeConfig {
-        serde_yaml::from_str("{epsilon_x: 1, epsilon_a: 8}").unwrap()
+        serde_norway::from_str("{epsilon_x: 1, epsilon_a: 8}").unwrap()
     }
 
     /// Eq. 14's gradient and two projected Adam steps by hand: A^c = (1, 0.5), task
@@ -418,7 +418,7 @@ mod tests {
     #[test]
     fn features_are_smoothed_once_over_the_reported_graph() {
         use crate::data::Role;
-        let cfg: SolitudeConfig = serde_yaml::from_str("{epsilon_x: .inf, epsilon_a: .inf, kx: 2}").unwrap();
+        let cfg: SolitudeConfig = serde_norway::from_str("{epsilon_x: .inf, epsilon_a: .inf, kx: 2}").unwrap();
         let state = Solitude {
             cfg: cfg.clone(),
             features: PerturbFeatures::new("s", &LdpFeaturesConfig { epsilon: cfg.epsilon_x, mechanism: Mechanism::MultiBit, features: FeatureSource::Raw, range: default_range(), delta: 1e-5, m: None }).unwrap(),

@@ -123,10 +123,7 @@ impl ClientPipeline {
             let names: Vec<&str> = trainers.iter().map(|&i| defenses[i].name.as_str()).collect();
             return Err(Error::param(
                 "defenses",
-                format!(
-                    "{} each replace the local training loop; a scenario may use at most one such defense",
-                    names.join(" and ")
-                ),
+                format!("{} each replace the local training loop; a scenario may use at most one such defense", names.join(" and ")),
             ));
         }
         Ok(ClientPipeline { trainer: trainers.first().copied(), defenses })

@@ -160,7 +160,13 @@ fn derived(
 impl Federation {
     /// The one way to build a federation. `clients[i]` is client i's private data;
     /// `pipeline`'s data transforms are applied to it here, once, in order.
-    pub fn new(setup: FederationSetup, device: Device, clients: Vec<LocalData>, classes: usize, pipeline: ClientPipeline) -> Result<Federation> {
+    pub fn new(
+        setup: FederationSetup,
+        device: Device,
+        clients: Vec<LocalData>,
+        classes: usize,
+        pipeline: ClientPipeline,
+    ) -> Result<Federation> {
         let mut states = Vec::with_capacity(clients.len());
         let mut in_dim = None;
         for (id, mut local) in clients.into_iter().enumerate() {
@@ -171,7 +177,14 @@ impl Federation {
                 return Err(Error::Other(format!("client {id} has {d} feature columns, others {}", in_dim.unwrap_or(0))));
             }
             let (trainer, _) = pipeline.trainer();
-            trainer.prepare(id, &local, &setup.model, &setup.train, setup.federation.rounds, &mut rng::derive(setup.seed, "client-trainer", &[id as u64]))?;
+            trainer.prepare(
+                id,
+                &local,
+                &setup.model,
+                &setup.train,
+                setup.federation.rounds,
+                &mut rng::derive(setup.seed, "client-trainer", &[id as u64]),
+            )?;
             let (tensors, loss, weight) = derived(id, &local, &setup, &pipeline, classes, &device)?;
             states.push(ClientState { id, local, tensors, loss, weight, privacy, optimizer: Mutex::new(None) });
         }
@@ -238,7 +251,8 @@ impl Federation {
                     Some(o) if cfg.train.keep_optimizer_state => o,
                     _ => train::optimizer(&cfg.train),
                 };
-                let (model, stats) = trainer.train(s.id, round, model, &s.local, &s.tensors, &cfg.train, s.loss.as_ref(), &mut optim, &mut r)?;
+                let (model, stats) =
+                    trainer.train(s.id, round, model, &s.local, &s.tensors, &cfg.train, s.loss.as_ref(), &mut optim, &mut r)?;
                 if cfg.train.keep_optimizer_state {
                     *slot = Some(optim);
                 }
@@ -264,7 +278,9 @@ impl Federation {
             // Read off the device only for a server granted the clients' own gradients.
             let exact: Vec<_> = outcomes
                 .iter()
-                .map(|(_, stats)| stats.head_gradient.as_ref().filter(|_| threat_model >= ThreatModel::GradientAccess).map(|g| g.averaged()))
+                .map(|(_, stats)| {
+                    stats.head_gradient.as_ref().filter(|_| threat_model >= ThreatModel::GradientAccess).map(|g| g.averaged())
+                })
                 .collect();
             let updates: Vec<ClientUpdate<'_>> = selected
                 .iter()
@@ -306,7 +322,8 @@ impl Federation {
                 strategy.query(&ctx, &oracle)?;
             }
             let eval_one = |s: &ClientState| train::evaluate_set(&train::forward_eval(&model, &s.tensors).logits, &s.tensors.test);
-            let evals: Vec<Eval> = if cfg.parallel { states.par_iter().map(eval_one).collect() } else { states.iter().map(eval_one).collect() };
+            let evals: Vec<Eval> =
+                if cfg.parallel { states.par_iter().map(eval_one).collect() } else { states.iter().map(eval_one).collect() };
             let mut total = Eval::default();
             for e in &evals {
                 total.add(*e);
@@ -373,7 +390,11 @@ impl ClientOracle for Oracle<'_> {
         let n = local.graph.num_nodes();
         let m = injection.features.len();
         if let Some(row) = injection.features.iter().find(|r| r.len() != self.server.in_dim) {
-            return Err(Error::Other(format!("oracle: an injected node has {} features, the model takes {}", row.len(), self.server.in_dim)));
+            return Err(Error::Other(format!(
+                "oracle: an injected node has {} features, the model takes {}",
+                row.len(),
+                self.server.in_dim
+            )));
         }
         if let Some(&(i, v)) = injection.links.iter().find(|&&(i, v)| i >= m || v >= n) {
             return Err(Error::Other(format!("oracle: link ({i}, {v}) names an injected node ≥ {m} or a client node ≥ {n}")));

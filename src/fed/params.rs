@@ -136,7 +136,11 @@ impl ModelParams {
                         *a += w * f64::from(v);
                     }
                 }
-                ParamTensor { name: first.tensors[k].name.clone(), shape: first.tensors[k].shape.clone(), values: acc.iter().map(|a| (a / total) as f32).collect() }
+                ParamTensor {
+                    name: first.tensors[k].name.clone(),
+                    shape: first.tensors[k].shape.clone(),
+                    values: acc.iter().map(|a| (a / total) as f32).collect(),
+                }
             })
             .collect();
         ModelParams { tensors }
@@ -173,7 +177,18 @@ mod tests {
         // Parameters carry their module paths.
         assert_eq!(
             pa.names(),
-            ["convs.0.weight", "convs.0.att_src", "convs.0.att_dst", "convs.0.bias", "convs.1.weight", "convs.1.att_src", "convs.1.att_dst", "convs.1.bias", "head.weight", "head.bias"]
+            [
+                "convs.0.weight",
+                "convs.0.att_src",
+                "convs.0.att_dst",
+                "convs.0.bias",
+                "convs.1.weight",
+                "convs.1.att_src",
+                "convs.1.att_dst",
+                "convs.1.bias",
+                "head.weight",
+                "head.bias"
+            ]
         );
         assert_eq!(pa.get("head.weight").unwrap().shape, [16, 3]);
         let b_as_a = pa.load_into(b);
@@ -181,7 +196,8 @@ mod tests {
         // Loaded parameters stay trainable leaves.
         let g = Graph::from_edges(3, [(0, 1), (1, 2)], "t").unwrap().0;
         let gt = crate::model::GraphTensors::new(&g, &device.clone().inner()).unwrap();
-        let x = crate::data::Features::Dense(crate::data::DenseMatrix { rows: 3, cols: 5, data: (0..15).map(|i| i as f32 / 10.0).collect() });
+        let x =
+            crate::data::Features::Dense(crate::data::DenseMatrix { rows: 3, cols: 5, data: (0..15).map(|i| i as f32 / 10.0).collect() });
         let input = crate::model::NodeInput::from_features(&x, 16, &device.clone().inner());
         let loss = b_as_a.forward(&input, &gt).logits.sum();
         let grads = loss.backward();

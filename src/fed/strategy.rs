@@ -256,8 +256,7 @@ pub trait ServerStrategy: Send {
 /// # Panics
 /// If no update carries a positive weight (the federation checks this beforehand).
 pub fn fedavg(updates: &[ClientUpdate<'_>]) -> ModelParams {
-    let items: Vec<(&ModelParams, f64)> =
-        updates.iter().filter(|u| u.samples > 0).map(|u| (u.returned, u.samples as f64)).collect();
+    let items: Vec<(&ModelParams, f64)> = updates.iter().filter(|u| u.samples > 0).map(|u| (u.returned, u.samples as f64)).collect();
     ModelParams::weighted_average(&items)
 }
 

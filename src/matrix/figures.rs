@@ -6,8 +6,8 @@
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::prelude::*;
 
-use super::report::{role_label, CellStats, Group, Row, Slot, Stat};
 use super::spec::Matrix;
+use super::stats::{CellStats, Group, Row, Slot, Stat, role_label};
 
 /// One SVG file of the report.
 #[derive(Debug, Clone)]
@@ -43,7 +43,8 @@ pub fn all(m: &Matrix, rows: &[Row], groups: &[Group], stats: &[CellStats]) -> V
         }
     }
     for (c, cell) in m.cells.iter().enumerate() {
-        let curves: Vec<(u64, &[f64])> = rows.iter().filter(|r| r.cell == c).filter_map(|r| Some((r.seed, r.metrics.as_ref()?.curve.as_slice()))).collect();
+        let curves: Vec<(u64, &[f64])> =
+            rows.iter().filter(|r| r.cell == c).filter_map(|r| Some((r.seed, r.metrics.as_ref()?.curve.as_slice()))).collect();
         if !curves.is_empty() {
             out.push(training_curve(&cell.id, &curves));
         }
@@ -101,12 +102,20 @@ fn heat_map(g: &Group, stats: &[CellStats]) -> Option<Figure> {
                         let v = s.mean.clamp(0.0, 1.0);
                         chart.draw_series([Rectangle::new(cell, ViridisRGB::get_color(v).filled())]).expect("svg");
                         let ink = if v < 0.6 { WHITE } else { BLACK };
-                        let text = Text::new(s.show(1.0, 3), (SegmentValue::CenterOf(a), SegmentValue::CenterOf(y)), TextStyle::from((FONT, 12).into_font()).color(&ink).pos(centre()));
+                        let text = Text::new(
+                            s.show(1.0, 3),
+                            (SegmentValue::CenterOf(a), SegmentValue::CenterOf(y)),
+                            TextStyle::from((FONT, 12).into_font()).color(&ink).pos(centre()),
+                        );
                         chart.draw_series([text]).expect("svg");
                     }
                     None => {
                         chart.draw_series([Rectangle::new(cell, RGBColor(235, 235, 235).filled())]).expect("svg");
-                        let text = Text::new("–", (SegmentValue::CenterOf(a), SegmentValue::CenterOf(y)), TextStyle::from((FONT, 12).into_font()).pos(centre()));
+                        let text = Text::new(
+                            "–",
+                            (SegmentValue::CenterOf(a), SegmentValue::CenterOf(y)),
+                            TextStyle::from((FONT, 12).into_font()).pos(centre()),
+                        );
                         chart.draw_series([text]).expect("svg");
                     }
                 }
@@ -148,15 +157,7 @@ fn colour_bar(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, label: &st
         .right_y_label_area_size(40)
         .build_cartesian_2d(0.0..1.0, 0.0..1.0)
         .expect("svg");
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .disable_x_axis()
-        .y_labels(6)
-        .y_desc(label)
-        .label_style((FONT, 11))
-        .draw()
-        .expect("svg");
+    chart.configure_mesh().disable_mesh().disable_x_axis().y_labels(6).y_desc(label).label_style((FONT, 11)).draw().expect("svg");
     let steps = 50;
     chart
         .draw_series((0..steps).map(|i| {
@@ -184,7 +185,8 @@ fn privacy_utility(m: &Matrix, g: &Group, stats: &[CellStats]) -> Option<Figure>
         return None;
     }
     // (attack column label, slot) of every filled table entry, and the cells among them.
-    let slots: Vec<(&str, &Slot)> = g.cells.iter().flat_map(|row| row.iter().zip(&g.attacks).filter_map(|(s, a)| Some((a.as_str(), s.as_ref()?)))).collect();
+    let slots: Vec<(&str, &Slot)> =
+        g.cells.iter().flat_map(|row| row.iter().zip(&g.attacks).filter_map(|(s, a)| Some((a.as_str(), s.as_ref()?)))).collect();
     let mut cells: Vec<usize> = slots.iter().map(|(_, s)| s.cell).collect();
     cells.sort_unstable();
     cells.dedup();
@@ -198,7 +200,8 @@ fn privacy_utility(m: &Matrix, g: &Group, stats: &[CellStats]) -> Option<Figure>
     xs.dedup();
     let pos = |x: f64| xs.iter().position(|&v| v == x).expect("collected");
     let fields: Vec<String> = {
-        let mut f: Vec<String> = cells.iter().filter_map(|&c| x_of(c)).map(|(k, _)| m.columns[k].trim_start_matches("defense.").to_string()).collect();
+        let mut f: Vec<String> =
+            cells.iter().filter_map(|&c| x_of(c)).map(|(k, _)| m.columns[k].trim_start_matches("defense.").to_string()).collect();
         f.dedup();
         f.sort();
         f.dedup();
@@ -210,7 +213,11 @@ fn privacy_utility(m: &Matrix, g: &Group, stats: &[CellStats]) -> Option<Figure>
         match x_of(c) {
             Some((k, _)) => {
                 let base = m.param(c, "defense").unwrap_or("-").to_string();
-                let others: Vec<String> = swept.iter().filter(|&&j| j != k).filter_map(|&j| Some(format!("{}={}", m.columns[j].trim_start_matches("defense."), m.cells[c].params[j].as_deref()?))).collect();
+                let others: Vec<String> = swept
+                    .iter()
+                    .filter(|&&j| j != k)
+                    .filter_map(|&j| Some(format!("{}={}", m.columns[j].trim_start_matches("defense."), m.cells[c].params[j].as_deref()?)))
+                    .collect();
                 if others.is_empty() { base } else { format!("{base} ({})", others.join(", ")) }
             }
             None => label,
@@ -238,17 +245,24 @@ fn privacy_utility(m: &Matrix, g: &Group, stats: &[CellStats]) -> Option<Figure>
         }
     }
     // One colour (and marker) per defense, the same in every panel.
-    let defenses: Vec<String> = acc.iter().map(|(k, _)| k.clone()).chain(score.iter().flat_map(|(_, ss)| ss.iter().map(|(k, _)| k.clone()))).fold(Vec::new(), |mut v, k| {
-        if !v.contains(&k) {
-            v.push(k);
-        }
-        v
-    });
+    let defenses: Vec<String> = acc
+        .iter()
+        .map(|(k, _)| k.clone())
+        .chain(score.iter().flat_map(|(_, ss)| ss.iter().map(|(k, _)| k.clone())))
+        .fold(Vec::new(), |mut v, k| {
+            if !v.contains(&k) {
+                v.push(k);
+            }
+            v
+        });
     let styled = |series: &[Series]| -> Vec<(Curve, Option<f64>, usize)> {
-        to_curves(series).into_iter().map(|(c, r)| {
-            let i = defenses.iter().position(|d| *d == c.label).expect("collected");
-            (c, r, i)
-        }).collect()
+        to_curves(series)
+            .into_iter()
+            .map(|(c, r)| {
+                let i = defenses.iter().position(|d| *d == c.label).expect("collected");
+                (c, r, i)
+            })
+            .collect()
     };
     let ticks: Vec<String> = xs.iter().map(|&x| if x.is_infinite() { "∞".into() } else { format!("{x}") }).collect();
     let xdesc = format!("ε ({})", fields.join(" / "));
@@ -331,11 +345,15 @@ fn curves_panel(
         let style = ShapeStyle::from(&colour).stroke_width(2);
         let triangles = *i >= PALETTE.len();
         if !curve.points.is_empty() {
-            let pts: Vec<(SegmentValue<i32>, f64)> = curve.points.iter().map(|(x, s)| (SegmentValue::CenterOf(*x as i32), s.mean * scale)).collect();
+            let pts: Vec<(SegmentValue<i32>, f64)> =
+                curve.points.iter().map(|(x, s)| (SegmentValue::CenterOf(*x as i32), s.mean * scale)).collect();
             let line = chart.draw_series(LineSeries::new(pts.clone(), style)).expect("svg");
             line.label(curve.label.clone()).legend(move |(x, y)| {
-                let mark: DynElement<SVGBackend, (i32, i32)> =
-                    if triangles { TriangleMarker::new((x + 9, y), 4, style.filled()).into_dyn() } else { Circle::new((x + 9, y), 3, style.filled()).into_dyn() };
+                let mark: DynElement<SVGBackend, (i32, i32)> = if triangles {
+                    TriangleMarker::new((x + 9, y), 4, style.filled()).into_dyn()
+                } else {
+                    Circle::new((x + 9, y), 3, style.filled()).into_dyn()
+                };
                 EmptyElement::at((0, 0)) + PathElement::new(vec![(x, y), (x + 18, y)], style) + mark
             });
             if triangles {
@@ -352,7 +370,14 @@ fn curves_panel(
         }
     }
     if legend {
-        chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(RGBColor(180, 180, 180)).label_font((FONT, 10)).position(SeriesLabelPosition::LowerRight).draw().expect("svg");
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .label_font((FONT, 10))
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .expect("svg");
     }
 }
 
@@ -377,19 +402,32 @@ fn training_curve(id: &str, curves: &[(u64, &[f64])]) -> Figure {
             .y_desc("test accuracy (%)")
             .x_label_formatter(&|x| format!("{x:.0}"))
             .y_label_formatter(&|y| format!("{y:.0}"))
-            .label_style((FONT, 12)).light_line_style(RGBColor(238, 238, 238)).draw().expect("svg");
+            .label_style((FONT, 12))
+            .light_line_style(RGBColor(238, 238, 238))
+            .draw()
+            .expect("svg");
         for (i, (seed, c)) in curves.iter().enumerate() {
             let style = ShapeStyle::from(&PALETTE[i % PALETTE.len()]).stroke_width(2);
             chart
-                .draw_series(LineSeries::new(c.iter().enumerate().filter(|(_, y)| !y.is_nan()).map(|(r, y)| ((r + 1) as f64, y * 100.0)), style))
+                .draw_series(LineSeries::new(
+                    c.iter().enumerate().filter(|(_, y)| !y.is_nan()).map(|(r, y)| ((r + 1) as f64, y * 100.0)),
+                    style,
+                ))
                 .expect("svg")
                 .label(format!("seed {seed}"))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style));
         }
-        chart.configure_series_labels().background_style(WHITE.mix(0.85)).border_style(RGBColor(180, 180, 180)).label_font((FONT, 11)).position(SeriesLabelPosition::LowerRight).draw().expect("svg");
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .label_font((FONT, 11))
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .expect("svg");
         root.present().expect("svg");
     }
-    Figure { file: format!("curve-{}.svg", super::report::slug(id)), title, group: None, svg }
+    Figure { file: format!("curve-{}.svg", super::stats::slug(id)), title, group: None, svg }
 }
 
 fn parse_num(s: &str) -> Option<f64> {

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use super::figures::Figure;
-use super::report::{diverged_runs, group_tables, provenance_line, CellStats, Group, Provenance, Row, Table, DIVERGED_NOTE, FAILED_NOTE};
 use super::spec::Matrix;
+use super::stats::{CellStats, DIVERGED_NOTE, FAILED_NOTE, Group, Provenance, Row, Table, diverged_runs, group_tables, provenance_line};
 use super::store::RunState;
 
 pub fn escape(s: &str) -> String {
@@ -15,7 +15,14 @@ pub fn escape(s: &str) -> String {
 
 /// A relative link to a path inside the report's directory.
 fn href(path: &str) -> String {
-    path.split('/').map(|seg| seg.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.=".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect::<String>()).collect::<Vec<_>>().join("/")
+    path.split('/')
+        .map(|seg| {
+            seg.bytes()
+                .map(|b| if b.is_ascii_alphanumeric() || b"-_.=".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") })
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}\
@@ -33,7 +40,8 @@ pub fn page(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
     if !m.description.is_empty() {
         writeln!(s, "<p>{}</p>", escape(m.description.trim())).expect("string");
     }
-    writeln!(s, "<p>From <code>{}</code>. {}</p>", escape(&m.file.display().to_string()), escape(&provenance_line(m, rows, prov))).expect("string");
+    writeln!(s, "<p>From <code>{}</code>. {}</p>", escape(&m.file.display().to_string()), escape(&provenance_line(m, rows, prov)))
+        .expect("string");
     writeln!(s, "<p>Data: <a href=\"cells.csv\">cells.csv</a> (one row per run), <a href=\"report.json\">report.json</a>, <a href=\"report.md\">report.md</a>.</p>").expect("string");
     for g in groups {
         writeln!(s, "<section class=\"group\">\n<h2>{}</h2>", escape(&g.title)).expect("string");
@@ -62,7 +70,9 @@ pub fn page(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
                 let dir = format!("cells/{}/seed={}", cell.id, r.seed);
                 match &r.state {
                     RunState::Finished => format!("<a href=\"{}/summary.md\">seed {}</a>", href(&dir), r.seed),
-                    RunState::Failed(e) => format!("<a class=\"failed\" href=\"{}/error.txt\" title=\"{}\">seed {} failed</a>", href(&dir), escape(e), r.seed),
+                    RunState::Failed(e) => {
+                        format!("<a class=\"failed\" href=\"{}/error.txt\" title=\"{}\">seed {} failed</a>", href(&dir), escape(e), r.seed)
+                    }
                     RunState::Missing => format!("seed {} missing", r.seed),
                 }
             })
@@ -79,10 +89,21 @@ pub fn page(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
     s.push_str("</table>\n");
     let failed: Vec<&Row> = rows.iter().filter(|r| matches!(r.state, RunState::Failed(_))).collect();
     if !failed.is_empty() {
-        writeln!(s, "<h2>Failed runs</h2>\n<p>{FAILED_NOTE}</p>\n<table class=\"failed-runs\">\n<tr><th>cell</th><th>seed</th><th>error</th></tr>").expect("string");
+        writeln!(
+            s,
+            "<h2>Failed runs</h2>\n<p>{FAILED_NOTE}</p>\n<table class=\"failed-runs\">\n<tr><th>cell</th><th>seed</th><th>error</th></tr>"
+        )
+        .expect("string");
         for r in failed {
             let RunState::Failed(e) = &r.state else { unreachable!("filtered") };
-            writeln!(s, "<tr><td><code>{}</code></td><td>{}</td><td style=\"text-align:left\">{}</td></tr>", escape(&m.cells[r.cell].id), r.seed, escape(e)).expect("string");
+            writeln!(
+                s,
+                "<tr><td><code>{}</code></td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
+                escape(&m.cells[r.cell].id),
+                r.seed,
+                escape(e)
+            )
+            .expect("string");
         }
         s.push_str("</table>\n");
     }
@@ -99,7 +120,8 @@ pub fn page(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
 }
 
 fn table(t: &Table) -> String {
-    let mut s = format!("<table class=\"result\">\n<caption>{} <span class=\"note\">({})</span></caption>\n<tr>", escape(t.title), escape(t.note));
+    let mut s =
+        format!("<table class=\"result\">\n<caption>{} <span class=\"note\">({})</span></caption>\n<tr>", escape(t.title), escape(t.note));
     for h in &t.header {
         write!(s, "<th>{}</th>", escape(h)).expect("string");
     }
@@ -122,5 +144,9 @@ fn table(t: &Table) -> String {
 fn figure(f: &Figure) -> String {
     let svg = f.svg.trim_start_matches(|c: char| c != '<');
     let svg = if svg.starts_with("<?xml") { svg.split_once("?>").map_or(svg, |(_, rest)| rest.trim_start()) } else { svg };
-    format!("<figure class=\"figure\">\n{svg}\n<figcaption>{} (<a href=\"figures/{}\">SVG</a>)</figcaption>\n</figure>\n", escape(&f.title), href(&f.file))
+    format!(
+        "<figure class=\"figure\">\n{svg}\n<figcaption>{} (<a href=\"figures/{}\">SVG</a>)</figcaption>\n</figure>\n",
+        escape(&f.title),
+        href(&f.file)
+    )
 }

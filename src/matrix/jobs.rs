@@ -82,7 +82,8 @@ pub fn emit(m: &Matrix, out: &Path, data_dir: Option<&Path>) -> Result<Emitted> 
         sed = line.replace("{INDEX}", "SLURM_ARRAY_TASK_ID"),
     );
     write_atomic(&dir.join("slurm.sh"), slurm.as_bytes())?;
-    let k8s_name: String = format!("fgl-sim-{}", m.name).to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).take(52).collect();
+    let k8s_name: String =
+        format!("fgl-sim-{}", m.name).to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).take(52).collect();
     let manifest = serde_json::json!({
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -111,7 +112,7 @@ pub fn emit(m: &Matrix, out: &Path, data_dir: Option<&Path>) -> Result<Emitted> 
          # volume holding {} (and the data directory, if the commands name one).\n{}",
         m.name,
         out.display(),
-        serde_yaml::to_string(&manifest).expect("yaml")
+        serde_norway::to_string(&manifest).expect("yaml")
     );
     write_atomic(&dir.join("k8s-job.yaml"), k8s.as_bytes())?;
     Ok(Emitted { dir, commands: n })

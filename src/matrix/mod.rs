@@ -13,6 +13,7 @@ pub mod html;
 pub mod jobs;
 pub mod report;
 pub mod spec;
+pub mod stats;
 pub mod store;
 
 use std::io::IsTerminal;
@@ -104,7 +105,7 @@ pub struct Outcome {
     pub failed: usize,
     pub wall_seconds: f64,
     /// Every run as found on disk afterwards, in run order.
-    pub rows: Vec<report::Row>,
+    pub rows: Vec<stats::Row>,
 }
 
 /// Run every run of `m` that has not finished under the output directory (failed ones
@@ -126,40 +127,61 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
     std::fs::create_dir_all(&out).map_err(|e| Error::output(&out, format!("cannot create: {e}")))?;
     store::remove_leftovers(&out);
     let all = m.runs();
-    let todo: Vec<(usize, u64)> = all.iter().copied().filter(|&(c, s)| store::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished).collect();
+    let todo: Vec<(usize, u64)> =
+        all.iter().copied().filter(|&(c, s)| store::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished).collect();
     let skipped = all.len() - todo.len();
     let jobs = opts.jobs.unwrap_or_else(backend::available_cores).max(1);
     let show = !opts.quiet && std::io::stderr().is_terminal();
-    let multi = indicatif::MultiProgress::with_draw_target(if show { indicatif::ProgressDrawTarget::stderr() } else { indicatif::ProgressDrawTarget::hidden() });
+    let multi = indicatif::MultiProgress::with_draw_target(if show {
+        indicatif::ProgressDrawTarget::stderr()
+    } else {
+        indicatif::ProgressDrawTarget::hidden()
+    });
     let bar = multi.add(indicatif::ProgressBar::new(todo.len() as u64));
-    bar.set_style(indicatif::ProgressStyle::with_template("runs {pos}/{len} [{bar:30}] {elapsed_precise} ETA {eta_precise} {msg}").expect("template").progress_chars("=> "));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("runs {pos}/{len} [{bar:30}] {elapsed_precise} ETA {eta_precise} {msg}")
+            .expect("template")
+            .progress_chars("=> "),
+    );
     if skipped > 0 {
         bar.set_message(format!("({skipped} already finished)"));
     }
     let t = Instant::now();
     // `jobs` workers, each with its share of the cores.
     let threads = jobs * (backend::available_cores() / jobs).max(1);
-    run_concurrently(&todo, Some(threads), |&(c, _)| cost(c), |&(c, seed), threads| {
-        let cell = &m.cells[c];
-        let line = multi.add(indicatif::ProgressBar::new_spinner());
-        line.set_style(indicatif::ProgressStyle::with_template("  {msg}").expect("template"));
-        let name = format!("{} seed {seed}", cell.id);
-        line.set_message(name.clone());
-        let hook_line = line.clone();
-        let hook: Arc<dyn Fn(usize, usize) + Send + Sync> = Arc::new(move |r, n| hook_line.set_message(format!("{name}: round {r}/{n}")));
-        run_one(m, c, seed, &out, opts, threads, Progress::Hook(hook))?;
-        line.finish_and_clear();
-        multi.remove(&line);
-        bar.inc(1);
-        Ok(())
-    })?;
+    run_concurrently(
+        &todo,
+        Some(threads),
+        |&(c, _)| cost(c),
+        |&(c, seed), threads| {
+            let cell = &m.cells[c];
+            let line = multi.add(indicatif::ProgressBar::new_spinner());
+            line.set_style(indicatif::ProgressStyle::with_template("  {msg}").expect("template"));
+            let name = format!("{} seed {seed}", cell.id);
+            line.set_message(name.clone());
+            let hook_line = line.clone();
+            let hook: Arc<dyn Fn(usize, usize) + Send + Sync> =
+                Arc::new(move |r, n| hook_line.set_message(format!("{name}: round {r}/{n}")));
+            run_one(m, c, seed, &out, opts, threads, Progress::Hook(hook))?;
+            line.finish_and_clear();
+            multi.remove(&line);
+            bar.inc(1);
+            Ok(())
+        },
+    )?;
     bar.finish_and_clear();
     let wall_seconds = t.elapsed().as_secs_f64();
-    let rows = report::collect(m, &out)?;
-    let prov = report::Provenance { wall_seconds: Some(wall_seconds), ran: todo.len(), skipped, jobs: Some(jobs), peak_memory_mib: backend::peak_rss_mib() };
+    let rows = stats::collect(m, &out)?;
+    let prov = stats::Provenance {
+        wall_seconds: Some(wall_seconds),
+        ran: todo.len(),
+        skipped,
+        jobs: Some(jobs),
+        peak_memory_mib: backend::peak_rss_mib(),
+    };
     report::write(m, &out, &rows, &prov)?;
     // Failed runs are retried, so every failure on disk now is one of this invocation's.
-    let (_, failed, _) = report::counts(&rows);
+    let (_, failed, _) = stats::counts(&rows);
     Ok(Outcome { out, ran: todo.len(), skipped, failed, wall_seconds, rows })
 }
 
@@ -169,14 +191,16 @@ fn run_one(m: &Matrix, c: usize, seed: u64, out: &Path, opts: &MatrixOptions, th
     let cell = &m.cells[c];
     let scenario = cell.scenario_for(seed);
     let stem = format!("{},seed={seed}", cell.id);
-    let ropts = RunOptions { data_dir: opts.data_dir.clone(), threads: Some(threads), quiet: true, progress: Some(progress), ..Default::default() };
+    let ropts =
+        RunOptions { data_dir: opts.data_dir.clone(), threads: Some(threads), quiet: true, progress: Some(progress), ..Default::default() };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run::execute(&scenario, &stem, &ropts)));
     let dir = store::run_dir(out, &cell.id, seed);
     let error = match result {
         Ok(Ok(files)) => return store::put(&dir, &files.iter()),
         Ok(Err(e)) => e.to_string(),
         Err(panic) => {
-            let msg = panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+            let msg =
+                panic.downcast_ref::<String>().cloned().or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
             format!("the run panicked: {msg}")
         }
     };
@@ -185,14 +209,14 @@ fn run_one(m: &Matrix, c: usize, seed: u64, out: &Path, opts: &MatrixOptions, th
 
 /// Build the report from the run directories under the output directory, wherever they
 /// were produced (`--collect`).
-pub fn collect(m: &Matrix, opts: &MatrixOptions) -> Result<(PathBuf, Vec<report::Row>)> {
+pub fn collect(m: &Matrix, opts: &MatrixOptions) -> Result<(PathBuf, Vec<stats::Row>)> {
     let out = opts.out_dir(m);
     if !out.join("cells").is_dir() {
         return Err(Error::output(&out, "holds no `cells/` directory: nothing to collect (run the matrix, or its emitted jobs, first)"));
     }
     store::check_not_stale(m, &out)?;
-    let rows = report::collect(m, &out)?;
-    report::write(m, &out, &rows, &report::Provenance::default())?;
+    let rows = stats::collect(m, &out)?;
+    report::write(m, &out, &rows, &stats::Provenance::default())?;
     Ok((out, rows))
 }
 
@@ -207,7 +231,7 @@ pub struct Plan {
 /// The cells, the runs each still needs, and an estimate of their time: from the
 /// finished runs of the same cell where there are any, else from [`estimates`].
 pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
-    let rows = report::collect(m, &opts.out_dir(m))?;
+    let rows = stats::collect(m, &opts.out_dir(m))?;
     let modelled = estimates(m, opts);
     let mut lines = Vec::new();
     let mut measured = 0;
@@ -242,9 +266,14 @@ pub fn estimates(m: &Matrix, opts: &MatrixOptions) -> Vec<Option<f64>> {
             let size = match sizes.iter().find(|(k, _)| *k == key) {
                 Some((_, size)) => *size,
                 None => {
-                    let size = crate::data::registry::load(&s.dataset.name, opts.data_dir.as_deref(), &s.synthetic(), s.seed)
-                        .ok()
-                        .map(|d| (d.num_nodes() as f64, d.graph.num_edges() as f64, d.features.as_ref().map_or(d.num_nodes(), |f| f.nnz()) as f64));
+                    let size =
+                        crate::data::registry::load(&s.dataset.name, opts.data_dir.as_deref(), &s.synthetic(), s.seed).ok().map(|d| {
+                            (
+                                d.num_nodes() as f64,
+                                d.graph.num_edges() as f64,
+                                d.features.as_ref().map_or(d.num_nodes(), |f| f.nnz()) as f64,
+                            )
+                        });
                     sizes.push((key, size));
                     size
                 }
@@ -319,28 +348,43 @@ mod tests {
     fn run_concurrently_keeps_job_order_and_stops_after_a_failure() {
         let jobs: Vec<u64> = (0..12).collect();
         for threads in [1, 2, 5] {
-            let got = run_concurrently(&jobs, Some(threads), |_| 0, |&j, t| {
-                std::thread::sleep(std::time::Duration::from_millis((12 - j) * 2));
-                Ok((j * j, t))
-            });
+            let got = run_concurrently(
+                &jobs,
+                Some(threads),
+                |_| 0,
+                |&j, t| {
+                    std::thread::sleep(std::time::Duration::from_millis((12 - j) * 2));
+                    Ok((j * j, t))
+                },
+            );
             let want: Vec<(u64, usize)> = jobs.iter().map(|j| (j * j, 1)).collect();
             assert_eq!(got.unwrap(), want, "{threads} threads");
         }
         // Costlier jobs start first; results stay in job order.
         let started = std::sync::Mutex::new(Vec::new());
-        let got = run_concurrently(&jobs, Some(1), |&j| (j % 3) as u32, |&j, _| {
-            started.lock().unwrap().push(j);
-            Ok(j)
-        });
+        let got = run_concurrently(
+            &jobs,
+            Some(1),
+            |&j| (j % 3) as u32,
+            |&j, _| {
+                started.lock().unwrap().push(j);
+                Ok(j)
+            },
+        );
         assert_eq!(got.unwrap(), jobs);
         assert_eq!(started.into_inner().unwrap(), [2, 5, 8, 11, 1, 4, 7, 10, 0, 3, 6, 9]);
         // Fewer jobs than threads: each gets a share.
         assert_eq!(run_concurrently(&[0, 1], Some(4), |_| 0, |_, t| Ok(t)).unwrap(), [2, 2]);
         let ran = std::sync::atomic::AtomicUsize::new(0);
-        let got = run_concurrently(&jobs, Some(1), |_| 0, |&j, _| {
-            ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            if j == 3 || j == 5 { Err(Error::Other(format!("job {j} failed"))) } else { Ok(j) }
-        });
+        let got = run_concurrently(
+            &jobs,
+            Some(1),
+            |_| 0,
+            |&j, _| {
+                ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if j == 3 || j == 5 { Err(Error::Other(format!("job {j} failed"))) } else { Ok(j) }
+            },
+        );
         assert_eq!(ran.into_inner(), 4, "one worker stops after the failing job");
         assert_eq!(got.unwrap_err().to_string(), "job 3 failed");
     }

@@ -30,13 +30,13 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
-use serde_yaml::{Mapping, Value};
+use serde_norway::{Mapping, Value};
 
 use crate::attacks::AttackSpec;
 use crate::defenses::DefenseSpec;
 use crate::error::{Error, Result};
 use crate::presets::{self, Kind, PresetSpec};
-use crate::scenario::{self, yaml_name, Scenario};
+use crate::scenario::{self, Scenario, yaml_name};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -123,7 +123,7 @@ impl Matrix {
         let file = path.display().to_string();
         let err = |field: &str, msg: String| Error::Matrix { file: file.clone(), field: field.to_string(), msg };
         let text = std::fs::read_to_string(path).map_err(|e| err("(file)", format!("cannot read: {e}")))?;
-        let value: Value = serde_yaml::from_str(&text).map_err(|e| err("(syntax)", e.to_string()))?;
+        let value: Value = serde_norway::from_str(&text).map_err(|e| err("(syntax)", e.to_string()))?;
         if value.is_null() {
             return Err(err("(file)", "is empty; a matrix needs a `base:` scenario or an inline `scenario:`".into()));
         }
@@ -164,24 +164,32 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
         (Some(b), None) => {
             let path = dir.join(b);
             let text = std::fs::read_to_string(&path).map_err(|e| err("base", format!("{}: cannot read: {e}", path.display())))?;
-            let v: Value = serde_yaml::from_str(&text).map_err(|e| err("base", format!("{}: {e}", path.display())))?;
+            let v: Value = serde_norway::from_str(&text).map_err(|e| err("base", format!("{}: {e}", path.display())))?;
             let d = path.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf());
             (v, d)
         }
         (None, Some(v)) => (v.clone(), dir.to_path_buf()),
     };
     if !base.is_mapping() {
-        return Err(err(if m.base.is_some() { "base" } else { "scenario" }, "must be a scenario (a map with at least `dataset.name`)".into()));
+        return Err(err(
+            if m.base.is_some() { "base" } else { "scenario" },
+            "must be a scenario (a map with at least `dataset.name`)".into(),
+        ));
     }
     let on_base = |field: String, msg: String| err(if m.base.is_some() { "base" } else { "scenario" }, format!("field `{field}`: {msg}"));
     presets::resolve_entries::<DefenseSpec>(&mut base, Some(&base_dir)).map_err(|(f, msg)| on_base(f, msg))?;
     presets::resolve_entries::<AttackSpec>(&mut base, Some(&base_dir)).map_err(|(f, msg)| on_base(f, msg))?;
 
     for (key, value) in m.set.iter().flatten() {
-        let Some(path) = key.as_str() else { return Err(err("set", format!("keys are scenario paths like `federation.rounds`, not {key:?}"))) };
-        scenario::set_field(&mut base, path, value.clone()).map_err(|(f, msg)| err(&format!("set.{path}"), format!("field `{f}`: {msg}")))?;
+        let Some(path) = key.as_str() else {
+            return Err(err("set", format!("keys are scenario paths like `federation.rounds`, not {key:?}")));
+        };
+        scenario::set_field(&mut base, path, value.clone())
+            .map_err(|(f, msg)| err(&format!("set.{path}"), format!("field `{f}`: {msg}")))?;
     }
-    let non_empty = |field: &str, n: usize| if n == 0 { Err(err(field, "is empty; list at least one value, or leave the axis out".into())) } else { Ok(()) };
+    let non_empty = |field: &str, n: usize| {
+        if n == 0 { Err(err(field, "is empty; list at least one value, or leave the axis out".into())) } else { Ok(()) }
+    };
     let mut axes: Vec<(String, Vec<Choice>)> = Vec::new();
     if let Some(list) = &m.datasets {
         non_empty("datasets", list.len())?;
@@ -200,7 +208,11 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
     }
     if let Some(list) = &m.models {
         non_empty("models", list.len())?;
-        let choices = list.iter().enumerate().map(|(i, v)| model_choice(v).map_err(|msg| err(&format!("models[{i}]"), msg))).collect::<Result<_>>()?;
+        let choices = list
+            .iter()
+            .enumerate()
+            .map(|(i, v)| model_choice(v).map_err(|msg| err(&format!("models[{i}]"), msg)))
+            .collect::<Result<_>>()?;
         axes.push(("model".into(), choices));
     }
     if let Some(list) = &m.attacks {
@@ -265,7 +277,8 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
         let mut tree = base.clone();
         for choice in &combo {
             for (path, v) in &choice.sets {
-                scenario::set_field(&mut tree, path, v.clone()).map_err(|(f, msg)| err(&format!("cell `{id}`"), format!("field `{f}`: {msg}")))?;
+                scenario::set_field(&mut tree, path, v.clone())
+                    .map_err(|(f, msg)| err(&format!("cell `{id}`"), format!("field `{f}`: {msg}")))?;
             }
         }
         let scenario = Scenario::from_value(tree, file, Some(dir)).map_err(|e| {
@@ -368,7 +381,11 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
     let mut out = Vec::new();
     for (i, entry) in list.iter().enumerate() {
         let at = format!("{field}[{i}]");
-        let err = |sub: &str, msg: String| Error::Matrix { file: file.to_string(), field: if sub.is_empty() { at.clone() } else { format!("{at}.{sub}") }, msg };
+        let err = |sub: &str, msg: String| Error::Matrix {
+            file: file.to_string(),
+            field: if sub.is_empty() { at.clone() } else { format!("{at}.{sub}") },
+            msg,
+        };
         if let Value::Sequence(together) = entry {
             // Several attacks observing one federation (at most one active), or defenses
             // applied in order: one choice, labelled by their names.
@@ -376,7 +393,8 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
                 return Err(err("", "an empty list; list the presets that go together".into()));
             }
             let mut tree = Value::Mapping(Mapping::from_iter([(Value::from(field), entry.clone())]));
-            presets::resolve_entries::<S>(&mut tree, Some(dir)).map_err(|(f, msg)| err("", format!("{}: {msg}", f.replacen(field, "", 1))))?;
+            presets::resolve_entries::<S>(&mut tree, Some(dir))
+                .map_err(|(f, msg)| err("", format!("{}: {msg}", f.replacen(field, "", 1))))?;
             let resolved = tree[field].clone();
             let names: Vec<&str> = resolved.as_sequence().into_iter().flatten().filter_map(|e| e.get("name")?.as_str()).collect();
             out.push(Choice { label: names.join("+"), swept: vec![], sets: vec![(field.to_string(), resolved.clone())] });
@@ -413,7 +431,8 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
             None => {}
         }
         let mut tree = Value::Mapping(Mapping::from_iter([(Value::from(field), Value::Sequence(vec![preset]))]));
-        presets::resolve_entries::<S>(&mut tree, Some(dir)).map_err(|(f, msg)| err("", format!("{}: {msg}", f.replacen(&format!("{field}[0]"), "preset", 1))))?;
+        presets::resolve_entries::<S>(&mut tree, Some(dir))
+            .map_err(|(f, msg)| err("", format!("{}: {msg}", f.replacen(&format!("{field}[0]"), "preset", 1))))?;
         let Value::Mapping(mut resolved) = tree[field][0].clone() else { unreachable!("resolved entries are maps") };
         match name {
             Some(Value::String(n)) if !n.trim().is_empty() => {
@@ -489,7 +508,9 @@ fn check_field(k: &str, at: &str, file: &str) -> Result<()> {
         return Err(Error::Matrix {
             file: file.to_string(),
             field: at.to_string(),
-            msg: format!("`{k}` cannot be set or swept: use one of the preset's parameters (`kind` and `name` are fixed by `preset`/`name`)"),
+            msg: format!(
+                "`{k}` cannot be set or swept: use one of the preset's parameters (`kind` and `name` are fixed by `preset`/`name`)"
+            ),
         });
     }
     Ok(())
@@ -499,13 +520,21 @@ fn check_field(k: &str, at: &str, file: &str) -> Result<()> {
 pub fn value_label(v: &Value) -> String {
     match v {
         Value::Number(n) => match n.as_f64() {
-            Some(x) if x.is_infinite() => if x > 0.0 { "inf".into() } else { "-inf".into() },
+            Some(x) if x.is_infinite() => {
+                if x > 0.0 {
+                    "inf".into()
+                } else {
+                    "-inf".into()
+                }
+            }
             _ => n.to_string(),
         },
         Value::String(s) => s.clone(),
         Value::Bool(b) => b.to_string(),
         Value::Null => "null".into(),
-        other => serde_json::to_string(&serde_yaml::from_value::<serde_json::Value>(other.clone()).unwrap_or_default()).unwrap_or_default(),
+        other => {
+            serde_json::to_string(&serde_norway::from_value::<serde_json::Value>(other.clone()).unwrap_or_default()).unwrap_or_default()
+        }
     }
 }
 

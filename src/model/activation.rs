@@ -30,4 +30,3 @@ fn selu(x: Tensor<2>) -> Tensor<2> {
     let negative = x.clone().clamp_max(0.0).exp().sub_scalar(1.0).mul_scalar(ALPHA);
     (burn::tensor::activation::relu(x) + negative).mul_scalar(GAMMA)
 }
-

@@ -84,13 +84,7 @@ impl ModelConfig {
     /// outputs. Initial weights come from `seed` alone (drawn on the host, see
     /// `init.rs`), so every backend and thread count gets the same model; `options` is
     /// the device, e.g. `&device` or `(&device, DType::F64)`.
-    pub fn init(
-        &self,
-        in_dim: usize,
-        classes: usize,
-        seed: u64,
-        options: impl Into<TensorCreationOptions>,
-    ) -> Result<NodeClassifier> {
+    pub fn init(&self, in_dim: usize, classes: usize, seed: u64, options: impl Into<TensorCreationOptions>) -> Result<NodeClassifier> {
         self.validate()?;
         if in_dim == 0 {
             return Err(Error::param("model", "the input has no feature columns"));
@@ -118,13 +112,7 @@ pub struct NodeClassifier {
 
 impl NodeClassifier {
     /// Build from a validated config (see [`ModelConfig::init`]).
-    pub(crate) fn new(
-        config: &ModelConfig,
-        in_dim: usize,
-        classes: usize,
-        seed: u64,
-        options: TensorCreationOptions,
-    ) -> NodeClassifier {
+    pub(crate) fn new(config: &ModelConfig, in_dim: usize, classes: usize, seed: u64, options: TensorCreationOptions) -> NodeClassifier {
         let mut init = Init::new(seed, options);
         let head_on = config.head;
         let mut d_in = in_dim;
@@ -145,10 +133,8 @@ impl NodeClassifier {
             d_in = conv.d_out();
             convs.push(conv);
         }
-        let head = head_on.then(|| Linear {
-            weight: init.torch_linear([d_in, classes], d_in),
-            bias: Some(init.torch_linear([classes], d_in)),
-        });
+        let head =
+            head_on.then(|| Linear { weight: init.torch_linear([d_in, classes], d_in), bias: Some(init.torch_linear([classes], d_in)) });
         NodeClassifier { convs, head, activation: config.activation, dropout: config.dropout, kprop_steps: config.kprop_steps }
     }
 
@@ -167,13 +153,7 @@ impl NodeClassifier {
     /// on its features (a client-side defense such as LPGNN's KProp_x), on top of the
     /// model's own `kprop_steps`; training mode (dropout) when `rng` is given.
     pub fn forward_with(&self, input: &NodeInput, graph: &GraphTensors, input_kprop: usize, mut rng: Option<&mut Rng>) -> Output {
-        assert_eq!(
-            input.num_nodes(),
-            graph.num_nodes(),
-            "input has {} rows for a graph of {} nodes",
-            input.num_nodes(),
-            graph.num_nodes()
-        );
+        assert_eq!(input.num_nodes(), graph.num_nodes(), "input has {} rows for a graph of {} nodes", input.num_nodes(), graph.num_nodes());
         let depth = self.convs.len();
         let mut x = None;
         for (i, conv) in self.convs.iter().enumerate() {

@@ -161,11 +161,13 @@ impl Serialize for Hidden {
 
 impl<'de> Deserialize<'de> for Hidden {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Hidden, D::Error> {
-        Ok(match RawHidden::deserialize(d).map_err(|_| {
-            serde::de::Error::custom("expected a width (e.g. 16) or one width per hidden layer output (e.g. [512, 64])")
-        })? {
-            RawHidden::All(w) => Hidden::All(w),
-            RawHidden::PerLayer(w) => Hidden::PerLayer(w),
-        })
+        Ok(
+            match RawHidden::deserialize(d)
+                .map_err(|_| serde::de::Error::custom("expected a width (e.g. 16) or one width per hidden layer output (e.g. [512, 64])"))?
+            {
+                RawHidden::All(w) => Hidden::All(w),
+                RawHidden::PerLayer(w) => Hidden::PerLayer(w),
+            },
+        )
     }
 }

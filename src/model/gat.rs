@@ -38,14 +38,7 @@ pub struct GatConv {
 }
 
 impl GatConv {
-    pub fn new(
-        d_in: usize,
-        channels: usize,
-        heads: usize,
-        concat: bool,
-        attention_dropout: f64,
-        init: &mut Init,
-    ) -> GatConv {
+    pub fn new(d_in: usize, channels: usize, heads: usize, concat: bool, attention_dropout: f64, init: &mut Init) -> GatConv {
         let width = heads * channels;
         GatConv {
             weight: init.glorot([d_in, width], d_in, width),

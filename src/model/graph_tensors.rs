@@ -56,7 +56,11 @@ impl GraphTensors {
     /// flow towards a root only. Degrees are in-degrees, as PyG computes them at the
     /// target: GCN weighs `u → v` by 1/sqrt((d_u + 1)(d_v + 1)), the mean divides by
     /// d_v, and `Sym` gives 0 to edges out of a node without incoming edges.
-    pub fn from_senders<'a>(n: usize, senders: impl Fn(usize) -> &'a [u32], options: impl Into<TensorCreationOptions>) -> Result<GraphTensors> {
+    pub fn from_senders<'a>(
+        n: usize,
+        senders: impl Fn(usize) -> &'a [u32],
+        options: impl Into<TensorCreationOptions>,
+    ) -> Result<GraphTensors> {
         let options = options.into();
         if n == 0 {
             return Err(Error::param("graph", "a model needs at least one node"));
@@ -192,7 +196,8 @@ mod tests {
         let x = Tensor::<2>::from_data(TensorData::new(vec![1.0f32, -2.0, 0.5, 3.0, 2.0, 1.0, -1.0, 0.25], [4, 2]), &device);
         let w0 = [0.7f32, 0.2, 0.9, 0.4];
         // Node 1 receives from 0 (w 0.2) and 2 (w 0.9): weighted mean of x0 and x2.
-        let mean = g.with_edge_weights(Tensor::from_data(TensorData::new(w0.to_vec(), [4, 1]), &plain)).propagate(x.clone().inner(), Norm::Mean);
+        let mean =
+            g.with_edge_weights(Tensor::from_data(TensorData::new(w0.to_vec(), [4, 1]), &plain)).propagate(x.clone().inner(), Norm::Mean);
         let m = values(mean);
         assert!((m[2] - (0.2 * 1.0 + 0.9 * 2.0) / 1.1).abs() < 1e-6 && (m[3] - (0.2 * -2.0 + 0.9 * 1.0) / 1.1).abs() < 1e-6);
         for norm in [Norm::Mean, Norm::Sym, Norm::Gcn] {

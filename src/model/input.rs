@@ -89,11 +89,7 @@ impl NodeInput {
     }
 
     /// Upload `features` in the given layout (either storage kind converts to either).
-    pub fn with_layout(
-        features: &Features,
-        layout: InputLayout,
-        options: impl Into<TensorCreationOptions>,
-    ) -> NodeInput {
+    pub fn with_layout(features: &Features, layout: InputLayout, options: impl Into<TensorCreationOptions>) -> NodeInput {
         let options = options.into();
         let (n, d) = (features.rows(), features.cols());
         match layout {

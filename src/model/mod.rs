@@ -28,8 +28,8 @@ pub mod spmm;
 #[cfg(test)]
 pub(crate) mod tests;
 
-pub use classifier::{Conv, NodeClassifier, Output};
 pub use activation::Activation;
+pub use classifier::{Conv, NodeClassifier, Output};
 pub use config::{Arch, Hidden, ModelConfig};
 pub use gat::GatConv;
 pub use gcn::GcnConv;

@@ -88,10 +88,7 @@ impl Edges {
     /// The same edges moved by the given ops (results are equal up to float rounding).
     /// Panics when asked for [`Fused`](Strategy::Fused) on a device other than burn-flex.
     pub fn with_strategy(mut self, strategy: Strategy) -> Edges {
-        assert!(
-            strategy != Strategy::Fused || self.pattern.is_some(),
-            "the fused kernels run on burn-flex devices only"
-        );
+        assert!(strategy != Strategy::Fused || self.pattern.is_some(), "the fused kernels run on burn-flex devices only");
         self.strategy = strategy;
         self
     }

@@ -23,11 +23,11 @@
 use std::sync::Arc;
 
 use burn::backend::autodiff::Autodiff;
+use burn::backend::autodiff::NodeId;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::checkpoint::strategy::CheckpointStrategy;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops, OpsKind, unary};
-use burn::backend::autodiff::NodeId;
 use burn::backend::flex::FlexTensor;
 use burn::backend::tensor::FloatTensor;
 use burn::backend::{Backend, Dispatch, Flex, TensorMetadata, backend_extension};
@@ -153,28 +153,16 @@ pub trait GraphOps: Backend {
 
     /// As [`spmm`](GraphOps::spmm) with weights `w`: `[E, H]`, the columns of `x` split into
     /// `H` equal heads: `out[t]_h = Σ_e w[e, h] · x[s_e]_h`.
-    fn spmm_weighted(
-        x: FloatTensor<Self>,
-        w: FloatTensor<Self>,
-        pattern: SharedPattern,
-        transpose: bool,
-    ) -> FloatTensor<Self>;
+    fn spmm_weighted(x: FloatTensor<Self>, w: FloatTensor<Self>, pattern: SharedPattern, transpose: bool) -> FloatTensor<Self>;
 
     /// `out[e, h] = ⟨a[t_e]_h, b[s_e]_h⟩` with `a`: `[out_rows, H·C]`, `b`: `[in_rows, H·C]`,
     /// (t, s) = (dst, src), or (src, dst) when transposed. Returns `[E, H]`.
-    fn sddmm(
-        a: FloatTensor<Self>,
-        b: FloatTensor<Self>,
-        pattern: SharedPattern,
-        transpose: bool,
-        heads: usize,
-    ) -> FloatTensor<Self>;
+    fn sddmm(a: FloatTensor<Self>, b: FloatTensor<Self>, pattern: SharedPattern, transpose: bool, heads: usize) -> FloatTensor<Self>;
 
     /// GAT's attention: per edge and head the logit
     /// `l = LeakyReLU(a_src[s_e] + a_dst[t_e])`, soft-maxed over the edges into each
     /// target (shifted by the target's maximum). `a_src`, `a_dst`: `[N, H]` → `[E, H]`.
-    fn edge_softmax(a_src: FloatTensor<Self>, a_dst: FloatTensor<Self>, pattern: SharedPattern, negative_slope: f64)
-    -> FloatTensor<Self>;
+    fn edge_softmax(a_src: FloatTensor<Self>, a_dst: FloatTensor<Self>, pattern: SharedPattern, negative_slope: f64) -> FloatTensor<Self>;
 
     /// The gradient of [`edge_softmax`](GraphOps::edge_softmax) with respect to the
     /// pre-activation logits `a_src[s_e] + a_dst[t_e]`, from its output `alpha` and the
@@ -197,12 +185,7 @@ pub fn spmm(x: Tensor<2>, pattern: &SharedPattern, transpose: bool) -> Tensor<2>
 
 /// [`GraphOps::edge_softmax`] on dispatch tensors.
 pub fn edge_softmax(a_src: Tensor<2>, a_dst: Tensor<2>, pattern: &SharedPattern, negative_slope: f64) -> Tensor<2> {
-    Tensor::from_dispatch(Dispatch::edge_softmax(
-        a_src.into_dispatch(),
-        a_dst.into_dispatch(),
-        pattern.clone(),
-        negative_slope,
-    ))
+    Tensor::from_dispatch(Dispatch::edge_softmax(a_src.into_dispatch(), a_dst.into_dispatch(), pattern.clone(), negative_slope))
 }
 
 /// [`GraphOps::spmm_weighted`] on dispatch tensors.
@@ -301,13 +284,7 @@ fn from_vec<T: Real>(data: Vec<T>, rows: usize, cols: usize) -> FlexTensor {
 }
 
 /// `out[t]_h = Σ_e w(e, h) · x[s_e]_h` over the groups of `view`.
-fn spmm_kernel<T: Real>(
-    x: &[T],
-    cols: usize,
-    weights: Weights<'_, T>,
-    pattern: &Pattern,
-    transpose: bool,
-) -> Vec<T> {
+fn spmm_kernel<T: Real>(x: &[T], cols: usize, weights: Weights<'_, T>, pattern: &Pattern, transpose: bool) -> Vec<T> {
     let (groups, _, _) = pattern.view(transpose);
     let rows = pattern.out_rows(transpose);
     let mut out = vec![T::default(); rows * cols];
@@ -624,11 +601,7 @@ impl<T: Real> SddmmJob<'_, T> {
 /// `H`-wide row per edge of `t`, in the order of `edges`. Targets run in parallel; each
 /// edge's row is written by exactly one target (edges into a target need not be
 /// contiguous, e.g. GAT's self loops come last).
-fn per_target<T: Real>(
-    pattern: &Pattern,
-    heads: usize,
-    row: impl Fn(usize, &[u32], &mut [T]) + Sync,
-) -> Vec<T> {
+fn per_target<T: Real>(pattern: &Pattern, heads: usize, row: impl Fn(usize, &[u32], &mut [T]) + Sync) -> Vec<T> {
     let targets = pattern.targets;
     let rows: Vec<Vec<T>> = (0..targets)
         .into_par_iter()
@@ -840,12 +813,7 @@ impl<B: Backend + GraphOps, C: CheckpointStrategy> GraphOps for Autodiff<B, C> {
         }
     }
 
-    fn spmm_weighted(
-        x: FloatTensor<Self>,
-        w: FloatTensor<Self>,
-        pattern: SharedPattern,
-        transpose: bool,
-    ) -> FloatTensor<Self> {
+    fn spmm_weighted(x: FloatTensor<Self>, w: FloatTensor<Self>, pattern: SharedPattern, transpose: bool) -> FloatTensor<Self> {
         /// d/dx: the weighted product over the transposed pattern; d/dw: `sddmm` of the
         /// output gradient with x.
         #[derive(Debug)]
@@ -882,19 +850,11 @@ impl<B: Backend + GraphOps, C: CheckpointStrategy> GraphOps for Autodiff<B, C> {
                 let out = B::spmm_weighted(x.into_primitive(), w.into_primitive(), pattern.clone(), transpose);
                 prep.finish((x_state, w_state, pattern, transpose, heads), out)
             }
-            OpsKind::UnTracked(prep) => {
-                prep.finish(B::spmm_weighted(x.into_primitive(), w.into_primitive(), pattern, transpose))
-            }
+            OpsKind::UnTracked(prep) => prep.finish(B::spmm_weighted(x.into_primitive(), w.into_primitive(), pattern, transpose)),
         }
     }
 
-    fn sddmm(
-        a: FloatTensor<Self>,
-        b: FloatTensor<Self>,
-        pattern: SharedPattern,
-        transpose: bool,
-        heads: usize,
-    ) -> FloatTensor<Self> {
+    fn sddmm(a: FloatTensor<Self>, b: FloatTensor<Self>, pattern: SharedPattern, transpose: bool, heads: usize) -> FloatTensor<Self> {
         /// out[e] = ⟨a[t_e], b[s_e]⟩ per head: d/da[t] = Σ_{e into t} g_e·b[s_e] (a weighted
         /// product), d/db[s] = Σ_{e from s} g_e·a[t_e] (the same, transposed).
         #[derive(Debug)]
@@ -930,18 +890,11 @@ impl<B: Backend + GraphOps, C: CheckpointStrategy> GraphOps for Autodiff<B, C> {
                 let out = B::sddmm(a.into_primitive(), b.into_primitive(), pattern.clone(), transpose, heads);
                 prep.finish((b_state, a_state, pattern, transpose), out)
             }
-            OpsKind::UnTracked(prep) => {
-                prep.finish(B::sddmm(a.into_primitive(), b.into_primitive(), pattern, transpose, heads))
-            }
+            OpsKind::UnTracked(prep) => prep.finish(B::sddmm(a.into_primitive(), b.into_primitive(), pattern, transpose, heads)),
         }
     }
 
-    fn edge_softmax(
-        a_src: FloatTensor<Self>,
-        a_dst: FloatTensor<Self>,
-        pattern: SharedPattern,
-        negative_slope: f64,
-    ) -> FloatTensor<Self> {
+    fn edge_softmax(a_src: FloatTensor<Self>, a_dst: FloatTensor<Self>, pattern: SharedPattern, negative_slope: f64) -> FloatTensor<Self> {
         /// Through the softmax and the LeakyReLU to the pre-activation gradient per edge,
         /// then summed per source (d/da_src) and per target (d/da_dst).
         #[derive(Debug)]

@@ -63,11 +63,7 @@ fn assign_chunks(chunks: &[Vec<usize>], k: usize, cap: usize) -> Vec<usize> {
             ptr = (ptr + 1) % k;
             probes += 1;
         }
-        let target = if probes == k {
-            (0..k).min_by_key(|&c| (load[c], c)).unwrap()
-        } else {
-            ptr
-        };
+        let target = if probes == k { (0..k).min_by_key(|&c| (load[c], c)).unwrap() } else { ptr };
         load[target] += len;
         owners.push(target);
         ptr = (target + 1) % k;

@@ -65,9 +65,12 @@ pub fn balanced_kway(graph: &Graph, parts: usize, seed: u64) -> Result<Vec<u32>>
         return Ok(vec![0; n]);
     }
     let (indptr, indices) = graph.csr();
-    let too_large = || Error::param("num_clusters", format!("a graph of {n} nodes and {} edges exceeds METIS's 32-bit indices", graph.num_edges()));
-    let xadj: Vec<metis::Idx> = indptr.iter().map(|&i| metis::Idx::try_from(i)).collect::<std::result::Result<_, _>>().map_err(|_| too_large())?;
-    let adjncy: Vec<metis::Idx> = indices.iter().map(|&v| metis::Idx::try_from(v)).collect::<std::result::Result<_, _>>().map_err(|_| too_large())?;
+    let too_large =
+        || Error::param("num_clusters", format!("a graph of {n} nodes and {} edges exceeds METIS's 32-bit indices", graph.num_edges()));
+    let xadj: Vec<metis::Idx> =
+        indptr.iter().map(|&i| metis::Idx::try_from(i)).collect::<std::result::Result<_, _>>().map_err(|_| too_large())?;
+    let adjncy: Vec<metis::Idx> =
+        indices.iter().map(|&v| metis::Idx::try_from(v)).collect::<std::result::Result<_, _>>().map_err(|_| too_large())?;
     let nparts = metis::Idx::try_from(parts).map_err(|_| too_large())?;
     let metis_seed = (rng::derive(seed, "metis", &[]).random::<u32>() >> 1) as metis::Idx;
     let mut part = vec![0 as metis::Idx; n];
@@ -76,7 +79,9 @@ pub fn balanced_kway(graph: &Graph, parts: usize, seed: u64) -> Result<Vec<u32>>
         .set_option(metis::option::Seed(metis_seed));
     {
         let _lock = METIS.lock().unwrap_or_else(PoisonError::into_inner);
-        metis_graph.part_kway(&mut part).map_err(|e| Error::param("num_clusters", format!("METIS_PartGraphKway into {parts} parts failed: {e}")))?;
+        metis_graph
+            .part_kway(&mut part)
+            .map_err(|e| Error::param("num_clusters", format!("METIS_PartGraphKway into {parts} parts failed: {e}")))?;
     }
     Ok(part.into_iter().map(|p| p as u32).collect())
 }

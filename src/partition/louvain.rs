@@ -100,9 +100,7 @@ impl Level {
         let mut comm: Vec<u32> = (0..n as u32).collect();
         let mut tot: Vec<f64> = self.strength.clone();
         let mut inn: Vec<f64> = self.loops.iter().map(|l| 2.0 * l).collect();
-        let q = |inn: &[f64], tot: &[f64]| -> f64 {
-            inn.iter().zip(tot).map(|(i, t)| i / m2 - gamma * (t / m2) * (t / m2)).sum()
-        };
+        let q = |inn: &[f64], tot: &[f64]| -> f64 { inn.iter().zip(tot).map(|(i, t)| i / m2 - gamma * (t / m2) * (t / m2)).sum() };
         let start_q = q(&inn, &tot);
         let mut cur_q = start_q;
         let mut neigh_w = vec![0f64; n];

@@ -85,10 +85,9 @@ impl PartitionConfig {
         let p = |f: &str, m: String| Err(Error::param(format!("partition.{f}"), m));
         let n = dataset.num_nodes();
         match self.method {
-            Method::Louvain | Method::Dirichlet if self.clients > n => p(
-                "clients",
-                format!("{} clients for {n} nodes in `{}`; at most {n} are allowed", self.clients, dataset.name),
-            ),
+            Method::Louvain | Method::Dirichlet if self.clients > n => {
+                p("clients", format!("{} clients for {n} nodes in `{}`; at most {n} are allowed", self.clients, dataset.name))
+            }
             Method::Fluid => {
                 let lcc = dataset.graph.largest_connected_component().len();
                 if self.clients > lcc {
@@ -168,19 +167,9 @@ pub fn partition(dataset: &Dataset, cfg: &PartitionConfig, seed: u64) -> Result<
             Partition { num_clients: k, assignment, communities: None, modularity: None }
         }
         Method::Dirichlet => {
-            let client = dirichlet::dirichlet(
-                &dataset.labels,
-                dataset.num_classes(),
-                k,
-                cfg.alpha,
-                &mut rng::derive(seed, "dirichlet", &[]),
-            );
-            Partition {
-                num_clients: k,
-                assignment: client.into_iter().map(Some).collect(),
-                communities: None,
-                modularity: None,
-            }
+            let client =
+                dirichlet::dirichlet(&dataset.labels, dataset.num_classes(), k, cfg.alpha, &mut rng::derive(seed, "dirichlet", &[]));
+            Partition { num_clients: k, assignment: client.into_iter().map(Some).collect(), communities: None, modularity: None }
         }
     };
     Ok(part)
@@ -387,10 +376,10 @@ mod tests {
     fn config_defaults_and_yaml() {
         let d = PartitionConfig::default();
         assert_eq!((d.method, d.clients, d.delta, d.resolution, d.alpha, d.max_iter), (Method::Louvain, 10, 20, 1.0, 0.5, 5000));
-        let c: PartitionConfig = serde_yaml::from_str("method: fluid\nclients: 3\n").unwrap();
+        let c: PartitionConfig = serde_norway::from_str("method: fluid\nclients: 3\n").unwrap();
         assert_eq!(c, PartitionConfig { method: Method::Fluid, clients: 3, ..Default::default() });
-        assert!(serde_yaml::from_str::<PartitionConfig>("method: metis\n").is_err());
-        assert!(serde_yaml::from_str::<PartitionConfig>("clinets: 3\n").is_err());
+        assert!(serde_norway::from_str::<PartitionConfig>("method: metis\n").is_err());
+        assert!(serde_norway::from_str::<PartitionConfig>("clinets: 3\n").is_err());
     }
 
     #[test]

@@ -100,14 +100,21 @@ impl Mechanism {
                     return Err(Error::param("nodes", "the number of training nodes must be ≥ 1"));
                 }
                 if batch == 0 || batch > nodes {
-                    return Err(Error::param("batch", format!("batch = {batch} is not allowed: it must be in 1..=nodes (nodes = {nodes})")));
+                    return Err(Error::param(
+                        "batch",
+                        format!("batch = {batch} is not allowed: it must be in 1..=nodes (nodes = {nodes})"),
+                    ));
                 }
                 // A node touches at most K terms, and a step has only `nodes` of them:
                 // with K > nodes (a small client) every term can be one of its K, and
                 // the mixture runs over how many of those `nodes` fall in the batch,
                 // each term still moving the sum by 1/K of the noise's scale.
                 let marked = k.min(nodes);
-                Ok(Prepared::DpGnn { k, log_pmf: hypergeometric_log_pmf(nodes as u64, marked as u64, batch as u64), rate: batch as f64 / nodes as f64 })
+                Ok(Prepared::DpGnn {
+                    k,
+                    log_pmf: hypergeometric_log_pmf(nodes as u64, marked as u64, batch as u64),
+                    rate: batch as f64 / nodes as f64,
+                })
             }
             Mechanism::DpSgd { sample_rate: q } => {
                 if !(q > 0.0 && q <= 1.0) {
@@ -145,7 +152,10 @@ pub fn max_terms_per_node(max_degree: usize, layers: usize) -> Result<usize> {
     match layers {
         1 => Ok(max_degree + 1),
         2 => Ok(max_degree * max_degree + max_degree + 1),
-        _ => Err(Error::param("layers", format!("layers = {layers} is not supported: the DP-GNN accountant covers 1 or 2 message-passing layers"))),
+        _ => Err(Error::param(
+            "layers",
+            format!("layers = {layers} is not supported: the DP-GNN accountant covers 1 or 2 message-passing layers"),
+        )),
     }
 }
 
@@ -183,7 +193,13 @@ pub fn default_orders() -> Vec<f64> {
 /// The DP-GNN code's orders, as numpy builds them: `np.arange(1, 10, 0.1)[1:]` (1.1, …,
 /// 9.9) for DP-GNN, `np.arange(1, 200, 0.1)[1:]` (1.1, …, 199.9) for DP-SGD.
 pub fn dpgnn_code_orders(mech: &Mechanism) -> Vec<f64> {
-    let (count, step) = (match mech { Mechanism::DpGnn { .. } => 90, Mechanism::DpSgd { .. } => 1990 }, (1.0f64 + 0.1) - 1.0);
+    let (count, step) = (
+        match mech {
+            Mechanism::DpGnn { .. } => 90,
+            Mechanism::DpSgd { .. } => 1990,
+        },
+        (1.0f64 + 0.1) - 1.0,
+    );
     (1..count).map(|i| 1.0 + i as f64 * step).collect()
 }
 
@@ -227,7 +243,14 @@ pub fn epsilon(mech: &Mechanism, sigma: f64, steps: u64, delta: f64, conversion:
 /// The smallest σ (to a relative 1e-8, searched in [`SIGMA_SEARCH`] by bisection on log σ)
 /// whose ε is at most `target_epsilon`, and what it spends (ε ≤ target). If even σ = 10⁻⁴
 /// meets the target, that σ is returned.
-pub fn sigma_for_epsilon(mech: &Mechanism, target_epsilon: f64, steps: u64, delta: f64, conversion: Conversion, orders: &[f64]) -> Result<(f64, Spent)> {
+pub fn sigma_for_epsilon(
+    mech: &Mechanism,
+    target_epsilon: f64,
+    steps: u64,
+    delta: f64,
+    conversion: Conversion,
+    orders: &[f64],
+) -> Result<(f64, Spent)> {
     if !(target_epsilon > 0.0 && target_epsilon.is_finite()) {
         return Err(Error::param("target_epsilon", format!("ε = {target_epsilon} is not allowed: the target must be a finite number > 0")));
     }
@@ -291,8 +314,14 @@ pub fn sigma_for_epsilon(mech: &Mechanism, target_epsilon: f64, steps: u64, delt
 
 enum Prepared {
     /// K, log P(T = i) for i = 0..=K, and B/N.
-    DpGnn { k: usize, log_pmf: Vec<f64>, rate: f64 },
-    DpSgd { q: f64 },
+    DpGnn {
+        k: usize,
+        log_pmf: Vec<f64>,
+        rate: f64,
+    },
+    DpSgd {
+        q: f64,
+    },
 }
 
 impl Prepared {
@@ -307,7 +336,10 @@ impl Prepared {
                 // plus rounding when ε_G is huge): E[i]/K = (B/N)·(marked/K).
                 let mean_shift = rate * (log_pmf.len() - 1) as f64 / kf;
                 if gaussian * mean_shift * mean_shift > r + 1e-6 + 1e-12 * gaussian {
-                    return Err(Error::Other(format!("DP-GNN accountant: the lower bound ε_G·(E[i]/K)² = {} exceeds ε_step = {r} at α = {alpha}", gaussian * mean_shift * mean_shift)));
+                    return Err(Error::Other(format!(
+                        "DP-GNN accountant: the lower bound ε_G·(E[i]/K)² = {} exceeds ε_step = {r} at α = {alpha}",
+                        gaussian * mean_shift * mean_shift
+                    )));
                 }
                 Ok(r)
             }
@@ -466,7 +498,9 @@ fn log_a_frac(q: f64, sigma: f64, alpha: f64) -> Result<f64> {
                 return if total.sign > 0.0 {
                     Ok(total.log)
                 } else {
-                    Err(Error::Other(format!("subsampled Gaussian RDP: the series for q = {q}, σ = {sigma}, α = {alpha} lost all precision")))
+                    Err(Error::Other(format!(
+                        "subsampled Gaussian RDP: the series for q = {q}, σ = {sigma}, α = {alpha} lost all precision"
+                    )))
                 };
             }
         }
@@ -474,7 +508,9 @@ fn log_a_frac(q: f64, sigma: f64, alpha: f64) -> Result<f64> {
         sign *= f.signum();
         log_coef += f.abs().ln();
     }
-    Err(Error::Other(format!("subsampled Gaussian RDP: the series for q = {q}, σ = {sigma}, α = {alpha} did not converge in {MAX_TERMS} terms")))
+    Err(Error::Other(format!(
+        "subsampled Gaussian RDP: the series for q = {q}, σ = {sigma}, α = {alpha} did not converge in {MAX_TERMS} terms"
+    )))
 }
 
 /// log erfc(x), accurate in the far tail (erfc underflows past x ≈ 26.5).
@@ -532,7 +568,8 @@ mod tests {
     /// `[1 + x / 10. for x in range(1, 100)] + list(range(11, 64)) + [128, 256, 512, 1024]`.
     #[test]
     fn default_orders_hold_dp_accountings_defaults() {
-        let dp: Vec<f64> = (1..100).map(|x| 1.0 + x as f64 / 10.0).chain((11..64).map(|a| a as f64)).chain([128.0, 256.0, 512.0, 1024.0]).collect();
+        let dp: Vec<f64> =
+            (1..100).map(|x| 1.0 + x as f64 / 10.0).chain((11..64).map(|a| a as f64)).chain([128.0, 256.0, 512.0, 1024.0]).collect();
         assert_eq!(dp.len(), 156);
         let d = default_orders();
         let missing: Vec<f64> = dp.iter().copied().filter(|a| !d.contains(a)).collect();
@@ -711,7 +748,10 @@ mod tests {
             (field(sigma_for_epsilon(&m, 0.0, 10, 1e-5, Conversion::Improved, &o).map(|r| r.1)), "target_epsilon"),
             (field(sigma_for_epsilon(&m, -2.0, 10, 1e-5, Conversion::Improved, &o).map(|r| r.1)), "target_epsilon"),
             // Classic: ε ≥ log(1/δ)/(α_max − 1) ≈ 0.0113 at α = 1024, whatever σ.
-            (field(sigma_for_epsilon(&m, 0.01, 10, 1e-5, Conversion::Classic, &o).map(|r| r.1)), "target_epsilon: ε = 0.01 cannot be reached"),
+            (
+                field(sigma_for_epsilon(&m, 0.01, 10, 1e-5, Conversion::Classic, &o).map(|r| r.1)),
+                "target_epsilon: ε = 0.01 cannot be reached",
+            ),
         ] {
             assert!(got.starts_with(want), "{got} (wanted {want})");
         }
@@ -723,6 +763,9 @@ mod tests {
         assert_eq!(serde_json::to_string(&s).unwrap(), r#"{"epsilon":"inf","delta":0.00001,"order":2.0,"conversion":"classic"}"#);
         let m: Mechanism = serde_json::from_str(r#"{"accountant":"dp-gnn","nodes":10,"max_degree":2,"layers":1,"batch":5}"#).unwrap();
         assert_eq!(m, gnn(10, 2, 1, 5));
-        assert_eq!(serde_json::to_value(Mechanism::DpSgd { sample_rate: 0.5 }).unwrap(), serde_json::json!({"accountant": "dp-sgd", "sample_rate": 0.5}));
+        assert_eq!(
+            serde_json::to_value(Mechanism::DpSgd { sample_rate: 0.5 }).unwrap(),
+            serde_json::json!({"accountant": "dp-sgd", "sample_rate": 0.5})
+        );
     }
 }

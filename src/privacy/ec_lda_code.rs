@@ -60,7 +60,12 @@ pub fn sigma(target_epsilon: f64, steps: u64, delta: f64) -> Result<f64> {
     let (mut low, mut high) = (0.0f64, 1000.0f64);
     let mut eps_high = epsilon(high, steps, delta)?.0;
     if eps_high > target_epsilon {
-        return Err(Error::param("target_epsilon", format!("ε = {target_epsilon} is below what σ = 1000 reaches over {steps} steps ({eps_high:.4}); the EC-LDA code searches no further")));
+        return Err(Error::param(
+            "target_epsilon",
+            format!(
+                "ε = {target_epsilon} is below what σ = 1000 reaches over {steps} steps ({eps_high:.4}); the EC-LDA code searches no further"
+            ),
+        ));
     }
     while target_epsilon - eps_high > 0.01 {
         let mid = (low + high) / 2.0;

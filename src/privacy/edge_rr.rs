@@ -238,8 +238,16 @@ mod tests {
             }
             let sd_kept = (total_deg as f64 * keep * flip).sqrt();
             let sd_added = (non_edges * flip * keep).sqrt();
-            assert!((kept as f64 - total_deg as f64 * keep).abs() < 4.0 * sd_kept, "ε={eps}: kept {kept} vs {} (σ {sd_kept:.1})", total_deg as f64 * keep);
-            assert!((added as f64 - non_edges * flip).abs() < 4.0 * sd_added, "ε={eps}: added {added} vs {} (σ {sd_added:.1})", non_edges * flip);
+            assert!(
+                (kept as f64 - total_deg as f64 * keep).abs() < 4.0 * sd_kept,
+                "ε={eps}: kept {kept} vs {} (σ {sd_kept:.1})",
+                total_deg as f64 * keep
+            );
+            assert!(
+                (added as f64 - non_edges * flip).abs() < 4.0 * sd_added,
+                "ε={eps}: added {added} vs {} (σ {sd_added:.1})",
+                non_edges * flip
+            );
             let (mean, sd) = a.expected_reported(n, &degrees);
             assert!((mean - (total_deg as f64 * keep + non_edges * flip)).abs() < 1e-6 * mean);
             assert!((sd - (sd_kept.powi(2) + sd_added.powi(2)).sqrt()).abs() < 1e-9 * sd);

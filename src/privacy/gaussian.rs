@@ -64,11 +64,7 @@ pub fn analytic_gaussian_sigma(eps: f64, delta: f64, sensitivity: f64) -> f64 {
             }
             s_mid = s_inf + (s_sup - s_inf) / 2.0;
         }
-        if above {
-            (1.0 + s_mid / 2.0).sqrt() - (s_mid / 2.0).sqrt()
-        } else {
-            (1.0 + s_mid / 2.0).sqrt() + (s_mid / 2.0).sqrt()
-        }
+        if above { (1.0 + s_mid / 2.0).sqrt() - (s_mid / 2.0).sqrt() } else { (1.0 + s_mid / 2.0).sqrt() + (s_mid / 2.0).sqrt() }
     };
     alpha * sensitivity / (2.0 * eps).sqrt()
 }
@@ -87,10 +83,7 @@ impl AnalyticGaussian {
     pub fn new(d: usize, epsilon: Epsilon, delta: f64, alpha: f64, beta: f64) -> Result<AnalyticGaussian> {
         check_row_params(d, epsilon, alpha, beta)?;
         if !(delta > 0.0 && delta < 1.0) {
-            return Err(Error::param(
-                "delta",
-                format!("δ = {delta} is not allowed: the Gaussian mechanism needs 0 < δ < 1"),
-            ));
+            return Err(Error::param("delta", format!("δ = {delta} is not allowed: the Gaussian mechanism needs 0 < δ < 1")));
         }
         let sigma = analytic_gaussian_sigma(epsilon.value(), delta, (beta - alpha) * (d as f64).sqrt());
         Ok(AnalyticGaussian { d, epsilon, delta, sigma })
@@ -115,12 +108,7 @@ impl AnalyticGaussian {
 
     /// Adds N(0, σ²) noise to each coordinate of `row` (`row.len() == d`).
     pub fn perturb(&self, row: &mut [f32], rng: &mut Rng) {
-        assert_eq!(
-            row.len(),
-            self.d,
-            "the Gaussian mechanism was built for rows of {} features",
-            self.d
-        );
+        assert_eq!(row.len(), self.d, "the Gaussian mechanism was built for rows of {} features", self.d);
         for v in row {
             let z: f64 = rng.sample(StandardNormal);
             *v = (f64::from(*v) + self.sigma * z) as f32;
@@ -208,10 +196,7 @@ mod tests {
             assert_eq!(field(AnalyticGaussian::new(3, Epsilon(1.0), bad, 0.0, 1.0)), "delta", "δ = {bad}");
         }
         assert_eq!(field(AnalyticGaussian::new(0, Epsilon(1.0), DEFAULT_DELTA, 0.0, 1.0)), "d");
-        assert_eq!(
-            field(AnalyticGaussian::new(3, Epsilon::INFINITE, DEFAULT_DELTA, 0.0, 1.0)),
-            "epsilon"
-        );
+        assert_eq!(field(AnalyticGaussian::new(3, Epsilon::INFINITE, DEFAULT_DELTA, 0.0, 1.0)), "epsilon");
         assert_eq!(field(AnalyticGaussian::new(3, Epsilon(1.0), DEFAULT_DELTA, 1.0, 1.0)), "range");
     }
 }

@@ -48,7 +48,10 @@ impl GrrFs {
         }
         let eps = epsilon.value();
         if eps.is_nan() || eps <= 0.0 {
-            return Err(Error::param("epsilon", format!("ε = {eps} is not allowed: ε must be > 0 (∞ reports sampled features truthfully)")));
+            return Err(Error::param(
+                "epsilon",
+                format!("ε = {eps} is not allowed: ε must be > 0 (∞ reports sampled features truthfully)"),
+            ));
         }
         let keep = domains.iter().map(|&g| 1.0 / (1.0 + (f64::from(g) - 1.0) * (-eps).exp())).collect();
         Ok(GrrFs { domains, m, epsilon, keep })
@@ -216,7 +219,8 @@ mod tests {
     /// exactly unbiased (up to rounding) for any π, over several (γ, m, d, ε).
     #[test]
     fn estimator_inverts_the_expected_shares() {
-        for (g, m, d, eps) in [(2u32, 1usize, 1usize, 1.0), (2, 10, 10, 1.0), (2, 3, 40, 0.5), (5, 2, 7, 2.0), (9, 1, 3, 0.1), (4, 6, 6, f64::INFINITY)]
+        for (g, m, d, eps) in
+            [(2u32, 1usize, 1usize, 1.0), (2, 10, 10, 1.0), (2, 3, 40, 0.5), (5, 2, 7, 2.0), (9, 1, 3, 0.1), (4, 6, 6, f64::INFINITY)]
         {
             let a = grr(vec![g; d], m, eps);
             // An uneven π with a zero entry.
@@ -251,7 +255,8 @@ mod tests {
                         }
                     }
                 }
-                let closed = (r * a.keep_probability(j) + (1.0 - r) / f64::from(g)) / (r * a.other_probability(j) + (1.0 - r) / f64::from(g));
+                let closed =
+                    (r * a.keep_probability(j) + (1.0 - r) / f64::from(g)) / (r * a.other_probability(j) + (1.0 - r) / f64::from(g));
                 assert!(worst <= eps.exp() * (1.0 + 1e-12), "j={j}: {worst}");
                 assert!((worst - closed).abs() < 1e-12 * closed, "j={j}: {worst} vs {closed}");
                 if m == a.d() {

@@ -22,11 +22,7 @@ impl Laplace {
     /// For rows in [α, β]^d; ε finite.
     pub fn new(d: usize, epsilon: Epsilon, alpha: f64, beta: f64) -> Result<Laplace> {
         check_row_params(d, epsilon, alpha, beta)?;
-        Ok(Laplace {
-            d,
-            epsilon,
-            scale: (beta - alpha) * d as f64 / epsilon.value(),
-        })
+        Ok(Laplace { d, epsilon, scale: (beta - alpha) * d as f64 / epsilon.value() })
     }
 
     pub fn d(&self) -> usize {
@@ -97,19 +93,11 @@ mod tests {
         assert!(mean.abs() < 5.0 * (l.variance() / n).sqrt(), "mean {mean}");
         let var = noise.iter().map(|e| (e - mean).powi(2)).sum::<f64>() / (n - 1.0);
         let se = (20.0 * b.powi(4) / n).sqrt();
-        assert!(
-            (var - l.variance()).abs() < 5.0 * se,
-            "variance {var} vs {} (se {se})",
-            l.variance()
-        );
+        assert!((var - l.variance()).abs() < 5.0 * se, "variance {var} vs {} (se {se})", l.variance());
         let mut abs: Vec<f64> = noise.iter().map(|e| e.abs()).collect();
         abs.sort_by(f64::total_cmp);
         let median = abs[abs.len() / 2];
-        assert!(
-            (median / (b * 2f64.ln()) - 1.0).abs() < 0.02,
-            "median |noise| {median} vs {}",
-            b * 2f64.ln()
-        );
+        assert!((median / (b * 2f64.ln()) - 1.0).abs() < 0.02, "median |noise| {median} vs {}", b * 2f64.ln());
     }
 
     #[test]

@@ -72,7 +72,9 @@ impl<'de> Deserialize<'de> for Epsilon {
         let eps = match Raw::deserialize(d)? {
             Raw::Number(x) => x,
             Raw::Text(t) if matches!(t.trim().to_ascii_lowercase().as_str(), "inf" | ".inf" | "infinity") => f64::INFINITY,
-            Raw::Text(t) => return Err(serde::de::Error::custom(format!("`{t}` is not a privacy budget: expected a number > 0, `.inf` or `inf`"))),
+            Raw::Text(t) => {
+                return Err(serde::de::Error::custom(format!("`{t}` is not a privacy budget: expected a number > 0, `.inf` or `inf`")));
+            }
         };
         Epsilon::new(eps).map_err(serde::de::Error::custom)
     }
@@ -119,7 +121,7 @@ mod tests {
 
     #[test]
     fn epsilon_accepts_numbers_and_infinity_and_rejects_the_rest() {
-        let e = |s: &str| serde_yaml::from_str::<Epsilon>(s);
+        let e = |s: &str| serde_norway::from_str::<Epsilon>(s);
         assert_eq!(e("2.5").unwrap(), Epsilon(2.5));
         assert!(e(".inf").unwrap().is_infinite());
         assert!(e("inf").unwrap().is_infinite());
@@ -128,6 +130,6 @@ mod tests {
             assert!(msg.contains("> 0"), "{bad}: {msg}");
         }
         assert_eq!(serde_json::to_string(&Epsilon::INFINITE).unwrap(), "\"inf\"");
-        assert_eq!(serde_yaml::from_str::<Epsilon>(&serde_yaml::to_string(&Epsilon::INFINITE).unwrap()).unwrap(), Epsilon::INFINITE);
+        assert_eq!(serde_norway::from_str::<Epsilon>(&serde_norway::to_string(&Epsilon::INFINITE).unwrap()).unwrap(), Epsilon::INFINITE);
     }
 }

@@ -31,10 +31,7 @@ pub(super) fn check_row_params(d: usize, epsilon: Epsilon, alpha: f64, beta: f64
         return Err(Error::param("epsilon", format!("ε = {eps} is not allowed: ε must be > 0")));
     }
     if !(alpha.is_finite() && beta.is_finite() && alpha < beta) {
-        return Err(Error::param(
-            "range",
-            format!("[α, β] = [{alpha}, {beta}] is not an input range: need finite α < β"),
-        ));
+        return Err(Error::param("range", format!("[α, β] = [{alpha}, {beta}] is not an input range: need finite α < β")));
     }
     Ok(())
 }
@@ -55,26 +52,13 @@ impl MultiBit {
     pub fn new(d: usize, m: usize, epsilon: Epsilon, alpha: f64, beta: f64) -> Result<MultiBit> {
         check_row_params(d, epsilon, alpha, beta)?;
         if u32::try_from(d).is_err() {
-            return Err(Error::param(
-                "d",
-                format!("d = {d} features do not fit the u32 indices of the encoding"),
-            ));
+            return Err(Error::param("d", format!("d = {d} features do not fit the u32 indices of the encoding")));
         }
         if m == 0 || m > d {
-            return Err(Error::param(
-                "m",
-                format!("m = {m} is not allowed: the multi-bit mechanism reports 1 ≤ m ≤ d = {d} coordinates"),
-            ));
+            return Err(Error::param("m", format!("m = {m} is not allowed: the multi-bit mechanism reports 1 ≤ m ≤ d = {d} coordinates")));
         }
         let em = (epsilon.value() / m as f64).exp();
-        Ok(MultiBit {
-            d,
-            m,
-            epsilon,
-            alpha,
-            beta,
-            em,
-        })
+        Ok(MultiBit { d, m, epsilon, alpha, beta, em })
     }
 
     /// LPGNN's "mbm": m = [`optimal_m`](ε, d).
@@ -124,11 +108,7 @@ impl MultiBit {
             picked
         };
         for j in picked {
-            let bit = if rng.random::<f64>() < self.plus_probability(f64::from(x[j])) {
-                1
-            } else {
-                -1
-            };
+            let bit = if rng.random::<f64>() < self.plus_probability(f64::from(x[j])) { 1 } else { -1 };
             out.push((j as u32, bit));
         }
     }
@@ -151,12 +131,7 @@ impl MultiBit {
 
     /// The rectified row: `offset` everywhere, `scale · x*_j + offset` at the reported j.
     pub fn rectify_row(&self, encoded: &[(u32, i8)], out: &mut [f32]) {
-        assert_eq!(
-            out.len(),
-            self.d,
-            "the multi-bit mechanism was built for rows of {} features",
-            self.d
-        );
+        assert_eq!(out.len(), self.d, "the multi-bit mechanism was built for rows of {} features", self.d);
         out.fill(self.offset() as f32);
         for &(j, bit) in encoded {
             out[j as usize] = self.rectify(bit) as f32;
@@ -296,18 +271,12 @@ mod tests {
         let subsets = [[0usize, 1], [0, 2], [1, 2]];
         // P[out | x] = 1/C(3,2) · Π_{j∈S} P[x*_j = s_j | j sampled]
         let prob = |x: &[f64; 3], s: &[usize; 2], signs: [i8; 2]| -> f64 {
-            s.iter()
-                .zip(signs)
-                .map(|(&j, b)| a.coordinate_probability(x[j], b) / sampled)
-                .product::<f64>()
-                / 3.0
+            s.iter().zip(signs).map(|(&j, b)| a.coordinate_probability(x[j], b) / sampled).product::<f64>() / 3.0
         };
         let values = [0.0, 0.25, 0.5, 1.0];
         let rows: Vec<[f64; 3]> = (0..64).map(|i| [values[i / 16], values[i / 4 % 4], values[i % 4]]).collect();
-        let outputs: Vec<([usize; 2], [i8; 2])> = subsets
-            .iter()
-            .flat_map(|&s| [[-1i8, -1], [-1, 1], [1, -1], [1, 1]].map(|b| (s, b)))
-            .collect();
+        let outputs: Vec<([usize; 2], [i8; 2])> =
+            subsets.iter().flat_map(|&s| [[-1i8, -1], [-1, 1], [1, -1], [1, 1]].map(|b| (s, b))).collect();
         for x in &rows {
             let total: f64 = outputs.iter().map(|(s, b)| prob(x, s, *b)).sum();
             assert!((total - 1.0).abs() < 1e-12, "{x:?}: outputs sum to {total}");
@@ -377,10 +346,7 @@ mod tests {
             for o in [-1i8, 0, 1] {
                 let p = a.coordinate_probability(f64::from(x[j]), o);
                 let (got, want) = (c[(o + 1) as usize] as f64, n as f64 * p);
-                assert!(
-                    (got - want).abs() < 5.0 * (n as f64 * p * (1.0 - p)).sqrt(),
-                    "j={j} o={o}: {got} vs {want}"
-                );
+                assert!((got - want).abs() < 5.0 * (n as f64 * p * (1.0 - p)).sqrt(), "j={j} o={o}: {got} vs {want}");
             }
         }
     }
@@ -412,21 +378,11 @@ mod tests {
             let xj = f64::from(x[j]);
             let (var, nf) = (a.variance(xj), n as f64);
             let mean = sum[j] / nf;
-            assert!(
-                (mean - xj).abs() < 4.0 * (var / nf).sqrt(),
-                "j={j}: mean {mean} vs {xj} (sd {})",
-                (var / nf).sqrt()
-            );
+            assert!((mean - xj).abs() < 4.0 * (var / nf).sqrt(), "j={j}: mean {mean} vs {xj} (sd {})", (var / nf).sqrt());
             let sample_var = (sum_sq[j] - nf * mean * mean) / (nf - 1.0);
-            let mu4: f64 = [-1i8, 0, 1]
-                .iter()
-                .map(|&o| a.coordinate_probability(xj, o) * (a.rectify(o) - xj).powi(4))
-                .sum();
+            let mu4: f64 = [-1i8, 0, 1].iter().map(|&o| a.coordinate_probability(xj, o) * (a.rectify(o) - xj).powi(4)).sum();
             let se = ((mu4 - var * var) / nf).sqrt();
-            assert!(
-                (sample_var - var).abs() < 5.0 * se,
-                "j={j}: sample variance {sample_var} vs {var} (se {se})"
-            );
+            assert!((sample_var - var).abs() < 5.0 * se, "j={j}: sample variance {sample_var} vs {var} (se {se})");
             assert!(5.0 * se < 0.02 * var, "the test could not tell a 2% error: se {se}");
         }
     }

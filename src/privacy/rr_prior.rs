@@ -139,7 +139,8 @@ mod tests {
     /// probability ratio between two true labels is at most e^ε.
     #[test]
     fn probability_ratio_is_at_most_e_to_the_eps() {
-        let priors = [vec![0.5, 0.3, 0.15, 0.05], vec![0.25; 4], vec![0.7, 0.1, 0.1, 0.1], vec![0.4, 0.4, 0.1, 0.1], vec![0.0, 0.0, 1.0, 0.0]];
+        let priors =
+            [vec![0.5, 0.3, 0.15, 0.05], vec![0.25; 4], vec![0.7, 0.1, 0.1, 0.1], vec![0.4, 0.4, 0.1, 0.1], vec![0.0, 0.0, 1.0, 0.0]];
         for eps in [0.1, 0.5, 1.0, 2.0, 4.0, 8.0] {
             let m = RrWithPrior::new(Epsilon(eps));
             for prior in &priors {

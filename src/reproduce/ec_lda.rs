@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::{Cells, PaperValue, Report};
 use crate::error::{Error, Result};
-use crate::matrix::report::{AttackScores, RunMetrics};
+use crate::matrix::stats::{AttackScores, RunMetrics};
 use crate::run::RunOptions;
 use crate::scenario::Scenario;
 
@@ -58,7 +58,9 @@ const UTILITY_EPSILONS: [f64; 7] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, f64::INFINIT
 fn dp_gnn_entry(e: f64, code: bool) -> String {
     // The code's batch is every training node (sample rate 1).
     let (batch, calibration) = if code { ("1000000000".to_string(), ", calibration: ec-lda-code") } else { (DP_BATCH.to_string(), "") };
-    format!("defenses=[{{kind: dp-gnn, target_epsilon: {e}, max_degree: 5, clip: 0.1, batch_size: {batch}, small_clients: full-batch{calibration}}}]")
+    format!(
+        "defenses=[{{kind: dp-gnn, target_epsilon: {e}, max_degree: 5, clip: 0.1, batch_size: {batch}, small_clients: full-batch{calibration}}}]"
+    )
 }
 
 /// The DP-GNN calibrations the defense part runs, same seeds, same table: DP-GNN's own
@@ -138,13 +140,22 @@ fn scores(cells: &mut Cells, table: &str, model: &str, setting: &str, (cos, js):
 #[derive(Debug, Clone, Copy)]
 enum Record {
     /// Table 2: EC-LDA's federation (`active`) or the baselines' ordinary one.
-    Table { active: bool },
+    Table {
+        active: bool,
+    },
     Compressed,
     Epochs(usize),
     Clip(&'static str),
     /// `code`: the DP-GNN defense calibrated as the EC-LDA code does.
-    Defense { defense: &'static str, eps: f64, code: bool },
-    DpUtility { centralized: bool, eps: f64 },
+    Defense {
+        defense: &'static str,
+        eps: f64,
+        code: bool,
+    },
+    DpUtility {
+        centralized: bool,
+        eps: f64,
+    },
 }
 
 impl Record {
@@ -187,7 +198,9 @@ struct RunScores {
 
 impl RunScores {
     fn of(r: &RunMetrics) -> RunScores {
-        let pairs = |f: &dyn Fn(&AttackScores) -> Option<(f64, f64)>| r.attacks.iter().filter_map(|a| f(a).map(|(c, j)| (a.attack.clone(), c, j))).collect();
+        let pairs = |f: &dyn Fn(&AttackScores) -> Option<(f64, f64)>| {
+            r.attacks.iter().filter_map(|a| f(a).map(|(c, j)| (a.attack.clone(), c, j))).collect()
+        };
         RunScores {
             attacks: pairs(&|a| a.cos_sim.zip(a.js_div)),
             vs_trained: pairs(&|a| a.vs_trained_cos_sim.zip(a.vs_trained_js_div)),
@@ -230,7 +243,10 @@ fn jobs(part: EcLdaPart, common: &dyn Fn() -> Vec<String>) -> Vec<(&'static str,
                 let attack = || "attacks=[ec-lda]".to_string();
                 push(vec![attack()], Record::Defense { defense: "none", eps: f64::INFINITY, code: false });
                 for e in DEFENSE_EPSILONS {
-                    push(vec![format!("defenses=[{{kind: label-dp, epsilon: {e}}}]"), attack()], Record::Defense { defense: "label-dp", eps: e, code: false });
+                    push(
+                        vec![format!("defenses=[{{kind: label-dp, epsilon: {e}}}]"), attack()],
+                        Record::Defense { defense: "label-dp", eps: e, code: false },
+                    );
                     for code in CALIBRATIONS {
                         let mut o = vec![dp_gnn_entry(e, code), attack()];
                         o.extend(DP_TRAINING.map(String::from));
@@ -268,10 +284,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
     let (width, lr, paper_rounds) = dataset_settings(&opts.dataset);
     let rounds = opts.rounds.unwrap_or(paper_rounds);
     if rounds < 2 {
-        return Err(Error::param(
-            "--rounds",
-            format!("{rounds}: at least 2 rounds are needed (the attack runs mid-way)"),
-        ));
+        return Err(Error::param("--rounds", format!("{rounds}: at least 2 rounds are needed (the attack runs mid-way)")));
     }
     let (dir, results_dir) = super::claim(out, &format!("reproduce-ec-lda-{}", opts.dataset), force)?;
     let common = || -> Vec<String> {
@@ -285,10 +298,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
     };
     let mut cells = Cells::default();
     let mut timings = Vec::new();
-    let quiet = RunOptions {
-        quiet: true,
-        ..opts.run.clone()
-    };
+    let quiet = RunOptions { quiet: true, ..opts.run.clone() };
     for &part in &opts.parts {
         let t = Instant::now();
         let jobs = jobs(part, &common);
@@ -312,8 +322,17 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
                 Ok(crate::matrix::BuiltCell { id, columns, scenario: Scenario::parse(base, "reproduce", o)? })
             })
             .collect::<Result<Vec<_>>>()?;
-        let results = super::run_cells(&dir.join(&part_name), &format!("reproduce-ec-lda-{}-{part_name}", opts.dataset), part_cells, opts.seeds, &quiet, &|c| cost(&jobs[c]))?;
-        for ((model, _, _, record), r) in jobs.iter().zip(results).flat_map(|(job, runs)| runs.into_iter().map(move |r| (job, RunScores::of(&r)))) {
+        let results = super::run_cells(
+            &dir.join(&part_name),
+            &format!("reproduce-ec-lda-{}-{part_name}", opts.dataset),
+            part_cells,
+            opts.seeds,
+            &quiet,
+            &|c| cost(&jobs[c]),
+        )?;
+        for ((model, _, _, record), r) in
+            jobs.iter().zip(results).flat_map(|(job, runs)| runs.into_iter().map(move |r| (job, RunScores::of(&r))))
+        {
             record_run(&mut cells, &opts.dataset, model, *record, &r);
         }
         timings.push((part, t.elapsed().as_secs_f64()));
@@ -438,7 +457,11 @@ fn record_run(cells: &mut Cells, dataset: &str, model: &str, record: Record, r: 
 
 /// A cell's mean and half-width, if it exists.
 fn find(cells: &Cells, table: &str, model: &str, setting: &str, metric: &str) -> Option<(f64, f64)> {
-    cells.0.iter().find(|c| c.table == table && c.model == model && c.setting == setting && c.metric == metric).map(|c| super::mean_ci95(&c.values))
+    cells
+        .0
+        .iter()
+        .find(|c| c.table == table && c.model == model && c.setting == setting && c.metric == metric)
+        .map(|c| super::mean_ci95(&c.values))
 }
 
 /// The issue's acceptance lines and the sanity laws every table must keep, checked on
@@ -446,7 +469,8 @@ fn find(cells: &Cells, table: &str, model: &str, setting: &str, metric: &str) ->
 fn checks(cells: &Cells) -> String {
     let mut out = String::new();
     // `None`: information, no verdict.
-    let mut line = |ok: Option<bool>, text: String| out.push_str(&format!("- {} {text}\n", ok.map_or("·", |ok| if ok { "ok" } else { "**FAILS**" })));
+    let mut line =
+        |ok: Option<bool>, text: String| out.push_str(&format!("- {} {text}\n", ok.map_or("·", |ok| if ok { "ok" } else { "**FAILS**" })));
     let models: Vec<String> = cells.0.iter().map(|c| c.model.clone()).fold(Vec::new(), |mut v, m| {
         if !v.contains(&m) {
             v.push(m);
@@ -454,7 +478,9 @@ fn checks(cells: &Cells) -> String {
         v
     });
     for model in &models {
-        let t2 = |attack: &str, clip: &str, metric: &str| find(cells, "2", model, &format!("attack={attack};local_epochs=5;clip={clip}"), metric);
+        let t2 = |attack: &str, clip: &str, metric: &str| {
+            find(cells, "2", model, &format!("attack={attack};local_epochs=5;clip={clip}"), metric)
+        };
         if let (Some((cos, _)), Some((js, _))) = (t2("ec-lda", "0.01", "cos_sim"), t2("ec-lda", "0.01", "js_div")) {
             line(Some(cos >= 0.99 && js <= 0.01), format!("{model}: EC-LDA cos-sim {cos:.4} ≥ 0.99 and JS {js:.4} ≤ 0.01"));
         }
@@ -463,43 +489,77 @@ fn checks(cells: &Cells) -> String {
         }
         for attack in ["ilrg", "llg-star"] {
             if let Some((cos, _)) = t2(attack, "none", "cos_sim") {
-                let paper = cells.0.iter().find(|c| c.table == "2" && c.model == *model && c.setting.starts_with(&format!("attack={attack};")) && c.metric == "cos_sim").and_then(|c| c.paper);
+                let paper = cells
+                    .0
+                    .iter()
+                    .find(|c| {
+                        c.table == "2" && c.model == *model && c.setting.starts_with(&format!("attack={attack};")) && c.metric == "cos_sim"
+                    })
+                    .and_then(|c| c.paper);
                 match paper {
-                    Some(p) => line(Some(cos < 0.9 && (cos - p.mean).abs() <= 0.25), format!("{model}: {attack} cos-sim {cos:.4} < 0.9 and within 0.25 of the paper's {}", p.mean)),
+                    Some(p) => line(
+                        Some(cos < 0.9 && (cos - p.mean).abs() <= 0.25),
+                        format!("{model}: {attack} cos-sim {cos:.4} < 0.9 and within 0.25 of the paper's {}", p.mean),
+                    ),
                     None => line(Some(cos < 0.9), format!("{model}: {attack} cos-sim {cos:.4} < 0.9 on an ordinary round")),
                 }
             }
         }
         let clip = |c: &str| find(cells, "C-sweep", model, &format!("attack=ec-lda;local_epochs=5;clip={c}"), "cos_sim");
         if let (Some((scaled, ci)), Some((passive, pci))) = (clip("0.01"), clip("none")) {
-            line(Some(scaled + ci >= passive - pci), format!("{model}: compression helps: EC-LDA at C = 0.01 {scaled:.4} ≥ unscaled (passive) {passive:.4}"));
+            line(
+                Some(scaled + ci >= passive - pci),
+                format!("{model}: compression helps: EC-LDA at C = 0.01 {scaled:.4} ≥ unscaled (passive) {passive:.4}"),
+            );
         }
         // Defense: the attack under noise tends to the uniform guess, not below it; a
         // private model never beats no defense; more ε never costs accuracy.
         let none = find(cells, "defense", model, "eps=inf;attack=ec-lda;defense=none;local_epochs=5;clip=0.01", "test_accuracy");
         for (defense, calibration) in [("label-dp", ""), ("dp-gnn", ""), ("dp-gnn", ";calibration=ec-lda-code")] {
             let epochs = if defense == "dp-gnn" { 1 } else { 5 };
-            let setting = |e: f64, attack: &str| format!("eps={};attack={attack};defense={defense};local_epochs={epochs};clip=0.01{calibration}", super::eps(e));
+            let setting = |e: f64, attack: &str| {
+                format!("eps={};attack={attack};defense={defense};local_epochs={epochs};clip=0.01{calibration}", super::eps(e))
+            };
             let name = format!("{defense}{}", if calibration.is_empty() { "" } else { " (ec-lda-code)" });
             let mut previous: Option<(f64, f64, f64)> = None;
             for e in DEFENSE_EPSILONS {
-                let (Some((cos, ci)), Some((ucos, uci))) = (find(cells, "defense", model, &setting(e, "ec-lda"), "cos_sim"), find(cells, "defense", model, &setting(e, "uniform"), "cos_sim")) else {
+                let (Some((cos, ci)), Some((ucos, uci))) = (
+                    find(cells, "defense", model, &setting(e, "ec-lda"), "cos_sim"),
+                    find(cells, "defense", model, &setting(e, "uniform"), "cos_sim"),
+                ) else {
                     continue;
                 };
-                line(Some(cos + ci >= ucos - uci), format!("{model}, {name} ε = {e}: EC-LDA cos-sim {cos:.4} ± {ci:.4} not below the uniform guess {ucos:.4} ± {uci:.4}"));
+                line(
+                    Some(cos + ci >= ucos - uci),
+                    format!("{model}, {name} ε = {e}: EC-LDA cos-sim {cos:.4} ± {ci:.4} not below the uniform guess {ucos:.4} ± {uci:.4}"),
+                );
                 if let Some((acc, aci)) = find(cells, "defense", model, &setting(e, "ec-lda"), "test_accuracy") {
                     if let Some((n, nci)) = none {
-                        line(Some(acc - aci <= n + nci), format!("{model}, {name} ε = {e}: accuracy {acc:.1} % ± {aci:.1} not above no defense's {n:.1} % ± {nci:.1}"));
+                        line(
+                            Some(acc - aci <= n + nci),
+                            format!("{model}, {name} ε = {e}: accuracy {acc:.1} % ± {aci:.1} not above no defense's {n:.1} % ± {nci:.1}"),
+                        );
                     }
                     if let Some((pe, pacc, paci)) = previous {
-                        line(Some(acc + aci >= pacc - paci), format!("{model}, {name}: accuracy at ε = {e} ({acc:.1} %) not below ε = {pe} ({pacc:.1} %) beyond noise"));
+                        line(
+                            Some(acc + aci >= pacc - paci),
+                            format!("{model}, {name}: accuracy at ε = {e} ({acc:.1} %) not below ε = {pe} ({pacc:.1} %) beyond noise"),
+                        );
                     }
                     previous = Some((e, acc, aci));
                 }
             }
         }
         // The published calibration's claim (issue 24's acceptance line, Cora).
-        let code = |e: f64, metric: &str| find(cells, "defense", model, &format!("eps={};attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01;calibration=ec-lda-code", super::eps(e)), metric);
+        let code = |e: f64, metric: &str| {
+            find(
+                cells,
+                "defense",
+                model,
+                &format!("eps={};attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01;calibration=ec-lda-code", super::eps(e)),
+                metric,
+            )
+        };
         if DEFENSE_EPSILONS.iter().all(|&e| code(e, "cos_sim").is_some()) {
             let worst = DEFENSE_EPSILONS.iter().filter_map(|&e| code(e, "cos_sim")).map(|c| c.0).fold(f64::INFINITY, f64::min);
             line(Some(worst >= 0.9), format!("{model}, dp-gnn (ec-lda-code): EC-LDA cos-sim ≥ 0.9 at every ε (lowest {worst:.4})"));
@@ -519,7 +579,10 @@ fn checks(cells: &Cells) -> String {
             let text: Vec<String> = series.iter().map(|(e, a, _)| format!("ε {} → {a:.1} %", super::eps(*e))).collect();
             let monotone = series.windows(2).all(|w| w[1].1 + w[1].2 >= w[0].1 - w[0].2);
             line(Some(monotone), format!("{model}, {table}: accuracy does not fall as ε grows beyond noise ({})", text.join(", ")));
-            let learns = series.iter().find(|(e, a, _)| e.is_finite() && *a >= 50.0).map_or("at no finite ε".to_string(), |(e, ..)| format!("from ε = {e}"));
+            let learns = series
+                .iter()
+                .find(|(e, a, _)| e.is_finite() && *a >= 50.0)
+                .map_or("at no finite ε".to_string(), |(e, ..)| format!("from ε = {e}"));
             line(None, format!("{model}, {table}: test accuracy ≥ 50 % {learns}"));
         }
     }
@@ -602,7 +665,14 @@ mod tests {
     /// The norms (intended broadcast, handed to the attacks) in the attack round of a
     /// part's job for GCN, on a small synthetic graph over 4 rounds.
     fn attack_round_norms(part: EcLdaPart, record: &dyn Fn(&Record) -> bool) -> (f64, Vec<f64>, Vec<String>) {
-        let common = || vec!["dataset.name=synthetic".to_string(), "model.hidden=[16, 8]".into(), "federation.rounds=4".into(), "partition={method: fluid, clients: 3}".into()];
+        let common = || {
+            vec![
+                "dataset.name=synthetic".to_string(),
+                "model.hidden=[16, 8]".into(),
+                "federation.rounds=4".into(),
+                "partition={method: fluid, clients: 3}".into(),
+            ]
+        };
         let jobs = jobs(part, &common);
         let (_, base, o, _) = jobs.iter().find(|(m, _, _, r)| *m == "gcn" && record(r)).expect("the job");
         let s = Scenario::parse(base, "test", o).unwrap();
@@ -623,7 +693,10 @@ mod tests {
         assert!(!handed.is_empty() && handed.iter().all(|&n| n == global), "{handed:?} vs {global}");
         // EC-LDA's own federation, and the `compressed` part: every attack reads the model
         // scaled to C = 0.01.
-        for (part, record) in [(EcLdaPart::Table, &(|r: &Record| matches!(r, Record::Table { active: true })) as &dyn Fn(&Record) -> bool), (EcLdaPart::Compressed, &|_: &Record| true)] {
+        for (part, record) in [
+            (EcLdaPart::Table, &(|r: &Record| matches!(r, Record::Table { active: true })) as &dyn Fn(&Record) -> bool),
+            (EcLdaPart::Compressed, &|_: &Record| true),
+        ] {
             let (global, handed, attacks) = attack_round_norms(part, record);
             assert!(attacks.contains(&"ec-lda".to_string()), "{attacks:?}");
             assert!(global > 0.1);
@@ -639,13 +712,22 @@ mod tests {
         let code = CALIBRATIONS.iter().filter(|&&c| c).count();
         assert_eq!(dp.iter().filter(|o| o.iter().any(|x| x.contains("calibration: ec-lda-code"))).count(), 2 * 4 * code);
         let mut cells = Cells::default();
-        let r = RunScores { attacks: vec![("ec-lda".into(), 0.9, 0.05)], vs_trained: vec![], uniform: Some((0.6, 0.2)), test_accuracy: 0.7, noise_multipliers: vec![] };
+        let r = RunScores {
+            attacks: vec![("ec-lda".into(), 0.9, 0.05)],
+            vs_trained: vec![],
+            uniform: Some((0.6, 0.2)),
+            test_accuracy: 0.7,
+            noise_multipliers: vec![],
+        };
         record_run(&mut cells, "cora", "gcn", Record::Defense { defense: "dp-gnn", eps: 8.0, code: true }, &r);
         record_run(&mut cells, "cora", "gcn", Record::Defense { defense: "dp-gnn", eps: 8.0, code: false }, &r);
         let settings: Vec<&str> = cells.0.iter().filter(|c| c.metric == "test_accuracy").map(|c| c.setting.as_str()).collect();
         assert_eq!(
             settings,
-            ["eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01;calibration=ec-lda-code", "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01"]
+            [
+                "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01;calibration=ec-lda-code",
+                "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01"
+            ]
         );
     }
 }

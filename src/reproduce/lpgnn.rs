@@ -23,7 +23,6 @@ use crate::scenario::Scenario;
 /// The embedded base scenario.
 pub const SCENARIO: &str = include_str!("../../scenarios/lpgnn-cora.yaml");
 
-
 /// The paper's name of a dataset the LPGNN code ran, for the hyper-parameter tables.
 fn paper_dataset(name: &str) -> Option<&'static str> {
     Some(match name {
@@ -255,12 +254,12 @@ pub fn lpgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Pat
         let t = Instant::now();
         let specs = chosen.iter().map(|cell| cell_overrides(&opts.dataset, paper, cell)).collect::<Result<Vec<_>>>()?;
         labels = chosen.iter().zip(&specs).map(|(cell, (_, setting))| (setting.clone(), cell.label)).collect();
-        let bases: Vec<(String, Vec<String>)> = chosen.iter().zip(&specs).map(|(cell, (base, _))| (cell.label.to_string(), base.clone())).collect();
+        let bases: Vec<(String, Vec<String>)> =
+            chosen.iter().zip(&specs).map(|(cell, (base, _))| (cell.label.to_string(), base.clone())).collect();
         let results = super::seed_runs(&dir, (SCENARIO, "reproduce lpgnn"), &bases, opts.runs, s, &s.overrides(epochs), &quiet)?;
         for ((cell, (_, setting)), runs) in chosen.iter().zip(&specs).zip(results) {
             // REPRODUCTION.md gives Cora's centralized values only.
-            let value =
-                cell.cora.filter(|_| paper == "cora" && s == Setting::Centralized).map(|(mean, ci95)| PaperValue { mean, ci95 });
+            let value = cell.cora.filter(|_| paper == "cora" && s == Setting::Centralized).map(|(mean, ci95)| PaperValue { mean, ci95 });
             for r in runs {
                 // The last round's global model (the selected epoch's when centralized).
                 cells.push(s.name(), "sage", setting, "test_accuracy", 100.0 * r.test_accuracy, value);
@@ -283,12 +282,19 @@ pub fn lpgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Pat
         epochs.min(10),
     );
     let intro = if paper == "cora" { format!("{intro}\n{CORA_CODE_TODAY}") } else { intro };
-    Report { paper: "lpgnn", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, explain: &|c, mean| match labels.iter().find(|(setting, _)| *setting == c.setting) {
+    Report {
+        paper: "lpgnn",
+        dataset: &opts.dataset,
+        cells: &cells,
+        intro,
+        within: &super::within_accuracy,
+        explain: &|c, mean| match labels.iter().find(|(setting, _)| *setting == c.setting) {
             Some((_, label)) if paper == "cora" => explain_cora(label, c, mean),
             _ => super::too_few_runs(c, 10),
         },
         timings,
-    }.write(&results_dir)?;
+    }
+    .write(&results_dir)?;
     Ok(dir)
 }
 
@@ -306,7 +312,9 @@ mod tests {
         assert_eq!(steps("cora", 1.0, INF), Some((16, 0)));
         assert_eq!(steps("lastfm", 3.0, 0.5), Some((16, 8)));
         assert_eq!(steps("cora", 0.5, 1.0), None);
-        assert!(CELLS.iter().all(|c| lwd("pubmed", c.features, c.eps_x, c.eps_y).is_some() && steps("facebook", c.eps_x, c.eps_y).is_some()));
+        assert!(
+            CELLS.iter().all(|c| lwd("pubmed", c.features, c.eps_x, c.eps_y).is_some() && steps("facebook", c.eps_x, c.eps_y).is_some())
+        );
     }
 
     #[test]

@@ -25,13 +25,13 @@ use rand::Rng as _;
 pub use ec_lda::{EcLdaOptions, EcLdaPart, MODELS};
 
 use crate::error::{Error, Result};
-use crate::matrix::report::RunMetrics;
+use crate::matrix::stats::RunMetrics;
 use crate::matrix::store::RunState;
 use crate::matrix::{BuiltCell, Matrix, MatrixOptions};
-use crate::run::RunOptions;
-use crate::scenario::Scenario;
 use crate::results::{self, ResultsDir};
 use crate::rng;
+use crate::run::RunOptions;
+use crate::scenario::Scenario;
 
 /// A reproduction's runs, through the matrix machinery (`fgl-sim matrix`): every cell
 /// (an id, its columns beside the four leading ones, its scenario) over seeds
@@ -188,8 +188,23 @@ pub const CSV_HEADER: &str = "paper,table,dataset,model,setting,metric,runs,ours
 pub const UNEXPLAINED: &str = "outside the paper's tolerance; cause not established";
 
 /// The keys a `setting` may use, in the order they appear.
-pub const SETTING_KEYS: [&str; 15] =
-    ["features", "mechanism", "method", "eps_x", "eps_y", "eps_a", "eps", "kx", "ky", "attack", "defense", "local_epochs", "clip", "calibration", "variant"];
+pub const SETTING_KEYS: [&str; 15] = [
+    "features",
+    "mechanism",
+    "method",
+    "eps_x",
+    "eps_y",
+    "eps_a",
+    "eps",
+    "kx",
+    "ky",
+    "attack",
+    "defense",
+    "local_epochs",
+    "clip",
+    "calibration",
+    "variant",
+];
 
 /// A cell's `setting` from `(key, value)` pairs in any order: sorted into
 /// [`SETTING_KEYS`] order; a key outside it is a programming error.
@@ -287,7 +302,10 @@ impl Report<'_> {
         let mut out = Vec::new();
         for c in cells.iter().filter(|c| c.metric == "test_accuracy") {
             let Some(base) = without_noise(&c.setting) else { continue };
-            let Some(b) = cells.iter().find(|b| b.table == c.table && b.model == c.model && b.metric == c.metric && b.setting == base) else { continue };
+            let Some(b) = cells.iter().find(|b| b.table == c.table && b.model == c.model && b.metric == c.metric && b.setting == base)
+            else {
+                continue;
+            };
             let ((mean, ci), (base_mean, _)) = (mean_ci95(&c.values), mean_ci95(&b.values));
             if mean - base_mean > ci {
                 out.push(format!(
@@ -369,7 +387,8 @@ impl Report<'_> {
 
 /// A note for a cell averaged over fewer runs than the paper's `paper_runs`.
 pub fn too_few_runs(c: &Cell, paper_runs: usize) -> Option<String> {
-    (c.values.len() < paper_runs).then(|| format!("only {} run(s) against the paper's {paper_runs}: rerun with more before reading a gap", c.values.len()))
+    (c.values.len() < paper_runs)
+        .then(|| format!("only {} run(s) against the paper's {paper_runs}: rerun with more before reading a gap", c.values.len()))
 }
 
 /// The results directory: `out`, or `results/<stem>-<time>`; claimed (never
@@ -431,7 +450,8 @@ mod tests {
         cells.push("t", "gcn", "eps=8", "cos_sim", 0.70, None); // no paper value
         let within = |m: f64, _ci: f64, p: &PaperValue| (m - p.mean).abs() <= 0.05;
         let explain = |c: &Cell, _m: f64| (c.setting == "eps=2").then(|| "a known, documented cause, here".to_string());
-        let report = Report { paper: "p", dataset: "d", cells: &cells, intro: String::new(), within: &within, explain: &explain, timings: vec![] };
+        let report =
+            Report { paper: "p", dataset: "d", cells: &cells, intro: String::new(), within: &within, explain: &explain, timings: vec![] };
         let (csv, md) = report.render();
         let notes: Vec<&str> = csv.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
         assert_eq!(notes, ["", "a known; documented cause; here", UNEXPLAINED, ""]);
@@ -441,7 +461,10 @@ mod tests {
 
     #[test]
     fn a_private_cell_above_its_baseline_is_flagged() {
-        assert_eq!(without_noise("method=rgnn;eps_x=1;eps_y=0.5;kx=16;ky=16").as_deref(), Some("method=rgnn;eps_x=inf;eps_y=inf;kx=16;ky=16"));
+        assert_eq!(
+            without_noise("method=rgnn;eps_x=1;eps_y=0.5;kx=16;ky=16").as_deref(),
+            Some("method=rgnn;eps_x=inf;eps_y=inf;kx=16;ky=16")
+        );
         assert_eq!(without_noise("method=rgnn;eps_x=inf;eps_y=inf;kx=16;ky=16"), None);
         assert_eq!(without_noise("eps=2").as_deref(), Some("eps=inf"));
         let mut cells = Cells::default();
@@ -454,12 +477,24 @@ mod tests {
             cells.push("centralized", "sage", "method=b;eps_x=1;eps_y=1", "cos_sim", v + 10.0, None); // not accuracy
         }
         let within = |_: f64, _: f64, _: &PaperValue| true;
-        let report = Report { paper: "p", dataset: "d", cells: &cells, intro: String::new(), within: &within, explain: &|_, _| None, timings: vec![] };
+        let report = Report {
+            paper: "p",
+            dataset: "d",
+            cells: &cells,
+            intro: String::new(),
+            within: &within,
+            explain: &|_, _| None,
+            timings: vec![],
+        };
         let beats = report.private_beats_baseline();
         assert_eq!(beats.len(), 1, "{beats:?}");
         assert!(beats[0].contains("`method=a;eps_x=1;eps_y=1` scores 90.00"), "{beats:?}");
         let (csv, md) = report.render();
-        assert!(md.contains("**⚠ A private cell beats its non-private baseline") && md.contains("- **centralized / sage: private `method=a;eps_x=1;eps_y=1`"), "{md}");
+        assert!(
+            md.contains("**⚠ A private cell beats its non-private baseline")
+                && md.contains("- **centralized / sage: private `method=a;eps_x=1;eps_y=1`"),
+            "{md}"
+        );
         assert!(!csv.contains('⚠'), "the CSV keeps its contract");
     }
 

@@ -154,7 +154,9 @@ fn cell_overrides(dataset: &str, cell: &CellSpec) -> (Vec<String>, String) {
     let published = if cell.published { ", as_published: true" } else { "" };
     o.push(match method {
         Method::NonPrivate => "defenses=[]".to_string(),
-        Method::Rgnn => format!("defenses=[{{kind: rgnn, epsilon_x: {x}, {m}epsilon_y: {y}, kx: {kx}, ky: {ky}, clusters: 16, alpha: 1{published}}}]"),
+        Method::Rgnn => {
+            format!("defenses=[{{kind: rgnn, epsilon_x: {x}, {m}epsilon_y: {y}, kx: {kx}, ky: {ky}, clusters: 16, alpha: 1{published}}}]")
+        }
         Method::Perturbed if !private && !cell.published => "defenses=[]".to_string(),
         Method::Perturbed => format!("defenses=[{{kind: rgnn, epsilon_x: {x}, {m}epsilon_y: {y}, kx: 0, ky: 0, clusters: 0{published}}}]"),
         Method::Lpgnn => format!("defenses=[{{kind: lpgnn, epsilon_x: {x}, epsilon_y: {y}, kx: {kx}, ky: {ky}, mechanism: mbm}}]"),
@@ -163,7 +165,13 @@ fn cell_overrides(dataset: &str, cell: &CellSpec) -> (Vec<String>, String) {
         Method::NonPrivate => setting(&[("features", "original".into()), ("method", method.name().to_string())]),
         _ => {
             let ex = if private { EPS_X } else { f64::INFINITY };
-            let mut pairs = vec![("method", method.name().to_string()), ("eps_x", eps(ex)), ("eps_y", eps(eps_y)), ("kx", kx.to_string()), ("ky", ky.to_string())];
+            let mut pairs = vec![
+                ("method", method.name().to_string()),
+                ("eps_x", eps(ex)),
+                ("eps_y", eps(eps_y)),
+                ("kx", kx.to_string()),
+                ("ky", ky.to_string()),
+            ];
             if cell.published {
                 pairs.push(("variant", "as-published".to_string()));
             }
@@ -199,7 +207,15 @@ pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Path
         let t = Instant::now();
         let specs: Vec<_> = chosen.iter().map(|c| cell_overrides(&opts.dataset, c)).collect();
         let bases: Vec<(String, Vec<String>)> = chosen.iter().zip(&specs).map(|(c, (base, _))| (c.label.clone(), base.clone())).collect();
-        let results = super::seed_runs(&dir, (SCENARIO, "reproduce rgnn"), &bases, opts.runs, s, &s.overrides_with_rounds(epochs, FEDERATED_ROUNDS_PER_10_EPOCHS * epochs.div_ceil(10)), &quiet)?;
+        let results = super::seed_runs(
+            &dir,
+            (SCENARIO, "reproduce rgnn"),
+            &bases,
+            opts.runs,
+            s,
+            &s.overrides_with_rounds(epochs, FEDERATED_ROUNDS_PER_10_EPOCHS * epochs.div_ceil(10)),
+            &quiet,
+        )?;
         for ((c, (_, setting)), runs) in chosen.iter().zip(&specs).zip(results) {
             let value = cora_value(c.method, c.eps_y).filter(|_| is_cora && s == Setting::Centralized);
             for r in runs {
@@ -242,7 +258,8 @@ pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Path
         FEDERATED_ROUNDS_PER_10_EPOCHS * epochs.div_ceil(10),
         epochs.min(10),
     );
-    Report { paper: "rgnn", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, explain: &explain, timings }.write(&results_dir)?;
+    Report { paper: "rgnn", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, explain: &explain, timings }
+        .write(&results_dir)?;
     Ok(dir)
 }
 
@@ -287,7 +304,11 @@ mod tests {
         let labels: Vec<&str> = all.iter().map(|c| c.label.as_str()).collect();
         // LPGNN's Cora steps at ε_x = 1: (16, 4), (8, 4), (2, 8), (2, 8) → three no-noise rows.
         assert_eq!(labels[..3], ["non-private", "rgnn-no-noise", "rgnn-y3"]);
-        assert!(labels.contains(&"lpgnn-no-noise-kx16-ky4") && labels.contains(&"lpgnn-no-noise-kx2-ky8") && labels.contains(&"perturbed-no-noise"));
+        assert!(
+            labels.contains(&"lpgnn-no-noise-kx16-ky4")
+                && labels.contains(&"lpgnn-no-noise-kx2-ky8")
+                && labels.contains(&"perturbed-no-noise")
+        );
         let find = |l: &str| all.iter().find(|c| c.label == l).unwrap().clone();
         assert_eq!(all.len(), 1 + (1 + 4) + (1 + 4) + (3 + 4) + (1 + 4) + (1 + 4));
         assert_eq!(
@@ -302,7 +323,10 @@ mod tests {
         assert!(o.contains(&"dataset.preprocess={group_columns: 25, minmax: false}".to_string()));
         let (o, s) = cell_overrides("planetoid-cora", &find("rgnn-no-noise"));
         assert_eq!(s, "method=rgnn;eps_x=inf;eps_y=inf;kx=16;ky=16");
-        assert!(o.contains(&"defenses=[{kind: rgnn, epsilon_x: .inf, epsilon_y: .inf, kx: 16, ky: 16, clusters: 16, alpha: 1}]".to_string()), "{o:?}");
+        assert!(
+            o.contains(&"defenses=[{kind: rgnn, epsilon_x: .inf, epsilon_y: .inf, kx: 16, ky: 16, clusters: 16, alpha: 1}]".to_string()),
+            "{o:?}"
+        );
         let (o, s) = cell_overrides("planetoid-cora", &find("non-private"));
         assert_eq!(s, "features=original;method=non-private");
         assert!(o.contains(&"dataset.preprocess={}".to_string()) && o.contains(&"defenses=[]".to_string()));

@@ -11,9 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::matrix::report::RunMetrics;
 use super::{Cells, PaperValue, Report, Setting, TableOptions, eps, setting};
 use crate::error::Result;
+use crate::matrix::stats::RunMetrics;
 use crate::run::RunOptions;
 
 /// The embedded base scenario.
@@ -77,7 +77,13 @@ fn cell_overrides(dataset: &str, method: &str, eps_a: f64) -> (Vec<String>, Stri
         _ => format!("defenses=[{{kind: solitude, epsilon_x: {x}, epsilon_a: {a}, kx: {KX}, ky: {KY}}}]"),
     };
     let (kx, ky) = if method == "base" { (0, 0) } else { (KX, KY) };
-    let s = setting(&[("method", method.to_string()), ("eps_x", eps(eps_x)), ("eps_a", eps(eps_a)), ("kx", kx.to_string()), ("ky", ky.to_string())]);
+    let s = setting(&[
+        ("method", method.to_string()),
+        ("eps_x", eps(eps_x)),
+        ("eps_a", eps(eps_a)),
+        ("kx", kx.to_string()),
+        ("ky", ky.to_string()),
+    ]);
     (vec![format!("dataset.name={dataset}"), defenses], s)
 }
 
@@ -85,9 +91,10 @@ fn cell_overrides(dataset: &str, method: &str, eps_a: f64) -> (Vec<String>, Stri
 /// fake), summed over the clients.
 fn scores(r: &RunMetrics) -> (f64, Option<[f64; 4]>) {
     let get = |k: &str| r.privacy_effects.get(k).copied().unwrap_or(0.0);
-    let counts = r.privacy_effects.contains_key("calibration_removed").then(|| {
-        ["noisy_edges", "noisy_edges_fake", "calibration_removed", "calibration_removed_fake"].map(get)
-    });
+    let counts = r
+        .privacy_effects
+        .contains_key("calibration_removed")
+        .then(|| ["noisy_edges", "noisy_edges_fake", "calibration_removed", "calibration_removed_fake"].map(get));
     (100.0 * r.test_accuracy, counts)
 }
 
@@ -109,7 +116,12 @@ pub fn solitude(opts: &TableOptions, model: Backbone, lcc: bool, out: Option<&Pa
     let (mut probe, _) = overrides(&opts.dataset, chosen[0].1, chosen[0].2);
     probe.push("train.epochs=1".into());
     super::train_cell(SCENARIO, "reproduce solitude", &probe, &RunOptions { quiet: true, ..opts.run.clone() })?;
-    let stem = format!("reproduce-solitude-{}{}{}", opts.dataset, if lcc { "-lcc" } else { "" }, if model == Backbone::Sage { "" } else { "-gcn" });
+    let stem = format!(
+        "reproduce-solitude-{}{}{}",
+        opts.dataset,
+        if lcc { "-lcc" } else { "" },
+        if model == Backbone::Sage { "" } else { "-gcn" }
+    );
     let (dir, results_dir) = super::claim(out, &stem, force)?;
 
     let epochs = opts.epochs.unwrap_or(500);
@@ -122,7 +134,8 @@ pub fn solitude(opts: &TableOptions, model: Backbone, lcc: bool, out: Option<&Pa
     for &s in &opts.settings {
         let t = Instant::now();
         let specs: Vec<_> = chosen.iter().map(|(_, method, eps_a)| overrides(&opts.dataset, method, *eps_a)).collect();
-        let bases: Vec<(String, Vec<String>)> = chosen.iter().zip(&specs).map(|((label, ..), (base, _))| (label.clone(), base.clone())).collect();
+        let bases: Vec<(String, Vec<String>)> =
+            chosen.iter().zip(&specs).map(|((label, ..), (base, _))| (label.clone(), base.clone())).collect();
         let results = super::seed_runs(&dir, (SCENARIO, "reproduce solitude"), &bases, opts.runs, s, &s.overrides(epochs), &quiet)?;
         for (((_, method, eps_a), (_, setting)), runs) in chosen.iter().zip(&specs).zip(results) {
             let value = cora_value(method, *eps_a).filter(|_| is_cora && s == Setting::Centralized);
@@ -178,7 +191,8 @@ pub fn solitude(opts: &TableOptions, model: Backbone, lcc: bool, out: Option<&Pa
             "\nWhat calibration did (mean per run over all clients; a directed graph counts arcs):\n\n| setting | ε_a | noisy edges | of them fake | removed by calibration | of them fake |\n|---|---:|---:|---:|---:|---:|\n{calibration}"
         ));
     }
-    Report { paper: "solitude", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, explain: &explain, timings }.write(&results_dir)?;
+    Report { paper: "solitude", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, explain: &explain, timings }
+        .write(&results_dir)?;
     Ok(dir)
 }
 

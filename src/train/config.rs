@@ -67,7 +67,6 @@ impl Default for TrainConfig {
     }
 }
 
-
 impl TrainConfig {
     pub fn validate(&self) -> Result<()> {
         if !(self.lr > 0.0 && self.lr.is_finite()) {
@@ -83,7 +82,10 @@ impl TrainConfig {
             return Err(Error::param("train.epochs", "must be at least 1"));
         }
         if let Some(c) = self.grad_clip_norm.filter(|c| !(*c > 0.0 && c.is_finite())) {
-            return Err(Error::param("train.grad_clip_norm", format!("{c} is not allowed; allowed: a finite norm > 0, or absent for no clipping")));
+            return Err(Error::param(
+                "train.grad_clip_norm",
+                format!("{c} is not allowed; allowed: a finite norm > 0, or absent for no clipping"),
+            ));
         }
         Ok(())
     }

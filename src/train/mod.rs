@@ -66,9 +66,7 @@ impl LocalData {
         assert_eq!(p.len(), k * k, "label transition matrix of {k} classes");
         self.label_transition = Some(match &self.label_transition {
             None => p.to_vec(),
-            Some(before) => {
-                (0..k * k).map(|ij| (0..k).map(|l| before[ij / k * k + l] * p[l * k + ij % k]).sum()).collect()
-            }
+            Some(before) => (0..k * k).map(|ij| (0..k).map(|l| before[ij / k * k + l] * p[l * k + ij % k]).sum()).collect(),
         });
     }
 
@@ -125,9 +123,8 @@ impl NodeSet {
             }
         }
         let len = idx.len();
-        let index = (len > 0).then(|| {
-            (Tensor::from_data(TensorData::new(idx, [len]), device), Tensor::from_data(TensorData::new(y, [len]), device))
-        });
+        let index = (len > 0)
+            .then(|| (Tensor::from_data(TensorData::new(idx, [len]), device), Tensor::from_data(TensorData::new(y, [len]), device)));
         NodeSet { index, len }
     }
 }
@@ -349,8 +346,8 @@ pub fn optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
     match cfg.optimizer {
         OptimizerKind::Sgd => {
             // PyTorch's SGD: no dampening, no Nesterov.
-            let momentum = (cfg.momentum > 0.0)
-                .then(|| MomentumConfig::new().with_momentum(cfg.momentum).with_dampening(0.0).with_nesterov(false));
+            let momentum =
+                (cfg.momentum > 0.0).then(|| MomentumConfig::new().with_momentum(cfg.momentum).with_dampening(0.0).with_nesterov(false));
             SgdConfig::new().with_weight_decay(wd).with_momentum(momentum).init()
         }
         // PyTorch's Adam defaults (ε = 1e-8, L2 weight decay added to the gradient).
@@ -489,7 +486,15 @@ pub trait LocalTrainer: Send + Sync {
     /// Get ready to train `client` (`data`: its data after every data transform) with
     /// `model` for `rounds` rounds of `cfg`, before round 1: e.g. plan its privacy budget
     /// and refuse a scenario that would overspend it. `rng` is the client's own stream.
-    fn prepare(&self, _client: usize, _data: &LocalData, _model: &ModelConfig, _cfg: &TrainConfig, _rounds: usize, _rng: &mut Rng) -> Result<()> {
+    fn prepare(
+        &self,
+        _client: usize,
+        _data: &LocalData,
+        _model: &ModelConfig,
+        _cfg: &TrainConfig,
+        _rounds: usize,
+        _rng: &mut Rng,
+    ) -> Result<()> {
         Ok(())
     }
 
@@ -626,7 +631,15 @@ mod tests {
     fn label_transitions_compose_by_matrix_product() {
         let (graph, _) = Graph::from_edges(2, [(0, 1)], "t").unwrap();
         let features = Features::Dense(crate::data::DenseMatrix::zeros(2, 1));
-        let mut d = LocalData { graph, features, labels: vec![Some(0), Some(1)], roles: vec![Role::Train; 2], classes: 2, label_transition: None, feature_kprop: 0 };
+        let mut d = LocalData {
+            graph,
+            features,
+            labels: vec![Some(0), Some(1)],
+            roles: vec![Role::Train; 2],
+            classes: 2,
+            label_transition: None,
+            feature_kprop: 0,
+        };
         d.compose_label_transition(&[0.75, 0.25, 0.25, 0.75]);
         assert_eq!(d.label_transition.as_deref(), Some(&[0.75, 0.25, 0.25, 0.75][..]));
         d.compose_label_transition(&[0.5, 0.5, 0.0, 1.0]);

@@ -132,7 +132,11 @@ impl NodeBatch {
     /// `features`.
     pub fn new(graphs: &[ComputationGraph], features: &Features, labels: &[u32], device: &Device) -> Result<NodeBatch> {
         if graphs.is_empty() || graphs.len() != labels.len() {
-            return Err(Error::Other(format!("a node batch needs one label per graph, got {} graphs and {} labels", graphs.len(), labels.len())));
+            return Err(Error::Other(format!(
+                "a node batch needs one label per graph, got {} graphs and {} labels",
+                graphs.len(),
+                labels.len()
+            )));
         }
         let (mut nodes, mut senders, mut roots, mut row_block) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (b, g) in graphs.iter().enumerate() {
@@ -160,7 +164,8 @@ impl NodeBatch {
         let options = TensorCreationOptions::new(device.clone());
         let features = match &selected {
             Features::Sparse(m) if InputLayout::auto(&selected, 1) == InputLayout::Sparse => {
-                let (mut src, mut dst, mut values) = (Vec::with_capacity(m.nnz()), Vec::with_capacity(m.nnz()), Vec::with_capacity(m.nnz()));
+                let (mut src, mut dst, mut values) =
+                    (Vec::with_capacity(m.nnz()), Vec::with_capacity(m.nnz()), Vec::with_capacity(m.nnz()));
                 for r in 0..rows {
                     let (idx, val) = m.row(r);
                     src.extend(std::iter::repeat_n(r as u32, idx.len()));
@@ -170,7 +175,13 @@ impl NodeBatch {
                 let transposed = Edges::new(&src, &dst, rows, m.cols, &options);
                 let values = (!values.iter().all(|&v| v == 1.0)).then(|| crate::model::propagate::column(&values, &options));
                 let input = NodeInput::with_layout(&selected, InputLayout::Sparse, options);
-                BatchFeatures::Sparse(SparseBatch { input, transposed, values, gram: Self::host_gram(m, graphs, width, device), host: m.clone() })
+                BatchFeatures::Sparse(SparseBatch {
+                    input,
+                    transposed,
+                    values,
+                    gram: Self::host_gram(m, graphs, width, device),
+                    host: m.clone(),
+                })
             }
             _ => match NodeInput::with_layout(&selected, InputLayout::Dense, options) {
                 NodeInput::Dense(x) => BatchFeatures::Dense(x),
@@ -188,10 +199,12 @@ impl NodeBatch {
             rows,
             blocks: graphs.len(),
             width,
-            block_start: std::iter::once(0).chain(graphs.iter().scan(0, |end, g| {
-                *end += g.nodes.len();
-                Some(*end)
-            })).collect(),
+            block_start: std::iter::once(0)
+                .chain(graphs.iter().scan(0, |end, g| {
+                    *end += g.nodes.len();
+                    Some(*end)
+                }))
+                .collect(),
         })
     }
 
@@ -381,7 +394,9 @@ pub fn per_node(model: &NodeClassifier, batch: &NodeBatch, loss: &dyn Loss, labe
     };
     let classes = logits.dims()[1];
     let out = Output { logits, head_input };
-    let mean = loss.loss(&out, &batch.as_client(classes, label_keep)).ok_or_else(|| Error::Other("per-node gradients of an empty batch".into()))?;
+    let mean = loss
+        .loss(&out, &batch.as_client(classes, label_keep))
+        .ok_or_else(|| Error::Other("per-node gradients of an empty batch".into()))?;
     let value = f64::from(mean.clone().into_scalar::<f32>());
     let grads = (mean * batch.blocks as f32).backward();
     let g = uses
@@ -412,7 +427,9 @@ impl RowsOf<'_> {
     fn for_each(&self, r: usize, mut f: impl FnMut(usize, f64)) {
         match self {
             RowsOf::Ones => f(0, 1.0),
-            RowsOf::Dense(w, v) => v[r * w..(r + 1) * w].iter().enumerate().filter(|(_, x)| **x != 0.0).for_each(|(k, &x)| f(k, f64::from(x))),
+            RowsOf::Dense(w, v) => {
+                v[r * w..(r + 1) * w].iter().enumerate().filter(|(_, x)| **x != 0.0).for_each(|(k, &x)| f(k, f64::from(x)))
+            }
             RowsOf::Sparse(m) => {
                 let (idx, val) = m.row(r);
                 idx.iter().zip(val).for_each(|(&k, &x)| f(k as usize, f64::from(x)));
@@ -593,12 +610,18 @@ mod tests {
 
     fn senders_of_path(n: usize) -> Vec<Vec<u32>> {
         // Path 0 – 1 – … – n−1 plus the chord 0 – 3, both directions.
-        let mut s: Vec<Vec<u32>> = (0..n).map(|v| {
-            let mut l = Vec::new();
-            if v > 0 { l.push(v as u32 - 1) }
-            if v + 1 < n { l.push(v as u32 + 1) }
-            l
-        }).collect();
+        let mut s: Vec<Vec<u32>> = (0..n)
+            .map(|v| {
+                let mut l = Vec::new();
+                if v > 0 {
+                    l.push(v as u32 - 1)
+                }
+                if v + 1 < n {
+                    l.push(v as u32 + 1)
+                }
+                l
+            })
+            .collect();
         s[0].push(3);
         s[3].push(0);
         s
@@ -654,7 +677,11 @@ mod tests {
             .iter()
             .zip(pn.noise_dims())
             .map(|(&id, dims)| {
-                let t = if dims[0] == 1 && grads.get::<1>(id).is_some() { grads.get::<1>(id).unwrap().reshape([1, dims[1]]) } else { grads.get::<2>(id).unwrap() };
+                let t = if dims[0] == 1 && grads.get::<1>(id).is_some() {
+                    grads.get::<1>(id).unwrap().reshape([1, dims[1]])
+                } else {
+                    grads.get::<2>(id).unwrap()
+                };
                 t.into_data().convert::<f32>().try_into_vec::<f32>().unwrap()
             })
             .collect()
@@ -685,7 +712,11 @@ mod tests {
             for t in 0..pn.tensors() {
                 for b in 0..roots.len() {
                     let want = each[b][t].iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
-                    assert!((norms[t][b] - want).abs() <= 1e-4 * (1.0 + want), "{arch:?} L={layers} tensor {t} node {b}: {} vs {want}", norms[t][b]);
+                    assert!(
+                        (norms[t][b] - want).abs() <= 1e-4 * (1.0 + want),
+                        "{arch:?} L={layers} tensor {t} node {b}: {} vs {want}",
+                        norms[t][b]
+                    );
                 }
             }
             // Clipped to 0.05 per tensor: Σ_b min(1, C/‖g_b‖)·g_b.
@@ -693,7 +724,11 @@ mod tests {
             let c: Vec<Vec<f64>> = norms.iter().map(|nt| nt.iter().map(|&x| (clip / x).min(1.0)).collect()).collect();
             let sum = pn.weighted_sum(&batch, &c, vec![None; pn.tensors()], 1.0);
             for (t, (&id, dims)) in pn.params().iter().zip(pn.noise_dims()).enumerate() {
-                let got = if dims[0] == 1 && sum.get::<1>(id).is_some() { sum.get::<1>(id).unwrap().reshape([1, dims[1]]) } else { sum.get::<2>(id).unwrap() };
+                let got = if dims[0] == 1 && sum.get::<1>(id).is_some() {
+                    sum.get::<1>(id).unwrap().reshape([1, dims[1]])
+                } else {
+                    sum.get::<2>(id).unwrap()
+                };
                 let got = got.into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
                 for (k, g) in got.iter().enumerate() {
                     let want: f64 = (0..roots.len()).map(|b| c[t][b] * f64::from(each[b][t][k])).sum();

@@ -11,10 +11,8 @@ use std::path::PathBuf;
 pub fn data_dir() -> Option<PathBuf> {
     let dir = fgl_sim::data::registry::resolve_data_dir(None).filter(|d| d.is_dir());
     if dir.is_none() {
-        let msg = format!(
-            "dataset directory not found: set {} or place the data at ../shared/datasets",
-            fgl_sim::data::registry::DATA_DIR_ENV
-        );
+        let msg =
+            format!("dataset directory not found: set {} or place the data at ../shared/datasets", fgl_sim::data::registry::DATA_DIR_ENV);
         if std::env::var("CI").as_deref() == Ok("true") {
             panic!("{msg} (CI=true: tests that need data must not be skipped)");
         }

@@ -38,7 +38,7 @@ pub use igraph::load_igraph_pickle;
 pub use musae::load_musae;
 pub use node_csv::load_node_csv;
 pub use npz::load_npz;
-pub use planetoid::{load_planetoid, read_planetoid, PlanetoidParts};
+pub use planetoid::{PlanetoidParts, load_planetoid, read_planetoid};
 
 // ---------------------------------------------------------------------------------------
 // Shared helpers (the text and CSV readers are in `text.rs`)
@@ -68,7 +68,10 @@ fn labels_from_ints(raw: &[i64], path: &Path, array: &str) -> Result<Vec<Option<
         .map(|(v, &y)| match y {
             -1 => Ok(None),
             0..=0x7fff_ffff => Ok(Some(y as u32)),
-            _ => Err(crate::error::Error::data_file(path, format!("array `{array}`: node {v} has label {y} (allowed: -1 = unlabelled, or 0, 1, …)"))),
+            _ => Err(crate::error::Error::data_file(
+                path,
+                format!("array `{array}`: node {v} has label {y} (allowed: -1 = unlabelled, or 0, 1, …)"),
+            )),
         })
         .collect()
 }

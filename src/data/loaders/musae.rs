@@ -6,8 +6,8 @@ use std::path::Path;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use super::{finish, numbered_classes};
 use super::text::{Loc, column, csv_headers, csv_reader, next_record, parse_index, read_edge_csv, read_text};
+use super::{finish, numbered_classes};
 use crate::data::{CsrMatrix, Dataset, Features, Graph};
 use crate::error::{Error, Result};
 
@@ -41,11 +41,8 @@ fn read_musae_target(path: &Path) -> Result<(Vec<Option<u32>>, Vec<String>)> {
     let mut rdr = csv_reader(&text);
     let headers = csv_headers(path, &text, &mut rdr)?;
     let id_col = column(path, &headers, "id")?;
-    let label_col = headers
-        .iter()
-        .position(|h| h == "page_type")
-        .or_else(|| headers.iter().position(|h| h == "target"))
-        .ok_or_else(|| {
+    let label_col =
+        headers.iter().position(|h| h == "page_type").or_else(|| headers.iter().position(|h| h == "target")).ok_or_else(|| {
             Error::data_file(path, format!("no label column: expected `page_type` or `target`, header is {}", headers.join(",")))
         })?;
     let mut class_of: HashMap<String, u32> = HashMap::new();
@@ -117,7 +114,10 @@ fn read_feature_json(path: &Path, n: usize) -> Result<CsrMatrix> {
     let mut slot = vec![usize::MAX; n];
     for (i, &(v, _, _)) in lists.rows.iter().enumerate() {
         if v >= n {
-            return Err(Error::data_file(path, format!("node id \"{v}\" is past the node count {n} (ids must be 0..{})", n.saturating_sub(1))));
+            return Err(Error::data_file(
+                path,
+                format!("node id \"{v}\" is past the node count {n} (ids must be 0..{})", n.saturating_sub(1)),
+            ));
         }
         if slot[v] != usize::MAX {
             return Err(Error::data_file(path, format!("node id \"{v}\" appears twice")));

@@ -24,11 +24,7 @@ pub fn load_npz(path: &Path, name: &str) -> Result<Dataset> {
     let n = adj.rows;
     let edges = (0..n).flat_map(|r| {
         let (a, b) = (adj.indptr[r], adj.indptr[r + 1]);
-        adj.indices[a..b]
-            .iter()
-            .zip(&adj.values[a..b])
-            .filter(|&(_, &w)| w != 0.0)
-            .map(move |(&c, _)| (r, c as usize))
+        adj.indices[a..b].iter().zip(&adj.values[a..b]).filter(|&(_, &w)| w != 0.0).map(move |(&c, _)| (r, c as usize))
     });
     let (graph, build_report) = Graph::from_edges(n, edges, &src)?;
 
@@ -105,9 +101,10 @@ fn read_csr(z: &mut NpzArchive, prefix: &str, expect_rows: Option<usize>) -> Res
     }
     let (rows, cols) = (rows as usize, cols as usize);
     if let Some(n) = expect_rows
-        && rows != n {
-            return Err(err(format!("array `{shape_key}` = [{rows}, {cols}] but the graph has {n} nodes (one row per node)")));
-        }
+        && rows != n
+    {
+        return Err(err(format!("array `{shape_key}` = [{rows}, {cols}] but the graph has {n} nodes (one row per node)")));
+    }
     let ptr_key = format!("{prefix}_indptr");
     let idx_key = format!("{prefix}_indices");
     let val_key = format!("{prefix}_data");

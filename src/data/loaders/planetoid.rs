@@ -19,7 +19,8 @@ fn read(dir: &Path, prefix: &str, part: &str) -> Result<(Pickle, std::path::Path
     let path = dir.join(format!("ind.{prefix}.{part}"));
     let bytes = std::fs::read(&path).map_err(|e| Error::data_file(&path, format!("cannot read: {e}")))?;
     // numpy arrays, scipy CSR matrices, and the graph's defaultdict of lists.
-    let globals: Vec<(&str, &str)> = pickle::NUMPY.iter().chain(pickle::SCIPY_CSR).copied().chain([("collections", "defaultdict"), ("__builtin__", "list")]).collect();
+    let globals: Vec<(&str, &str)> =
+        pickle::NUMPY.iter().chain(pickle::SCIPY_CSR).copied().chain([("collections", "defaultdict"), ("__builtin__", "list")]).collect();
     Ok((pickle::parse(&bytes, &globals, &path)?, path))
 }
 
@@ -93,15 +94,26 @@ pub fn read_planetoid(dir: &Path, prefix: &str, with_features: bool) -> Result<P
             edges.push((u as usize, w as usize));
         }
     }
-    let n = edges.iter().map(|&(u, w)| u.max(w) + 1).max().unwrap_or(0).max(ally.len()).max(test_index.iter().map(|&i| i + 1).max().unwrap_or(0));
+    let n = edges
+        .iter()
+        .map(|&(u, w)| u.max(w) + 1)
+        .max()
+        .unwrap_or(0)
+        .max(ally.len())
+        .max(test_index.iter().map(|&i| i + 1).max().unwrap_or(0));
 
-    let check = |ok: bool, path: &str, msg: String| if ok { Ok(()) } else { Err(Error::data_file(dir.join(format!("ind.{prefix}.{path}")), msg)) };
+    let check =
+        |ok: bool, path: &str, msg: String| if ok { Ok(()) } else { Err(Error::data_file(dir.join(format!("ind.{prefix}.{path}")), msg)) };
     check(ty.len() == test_index.len(), "ty", format!("has {} rows, test.index {}", ty.len(), test_index.len()))?;
     check(classes == test_classes, "ty", format!("has {test_classes} classes, ally {classes}"))?;
     check(y.len() + 500 <= ally.len(), "y", format!("{} training rows + 500 validation rows exceed ally's {}", y.len(), ally.len()))?;
     if let (Some(allx), Some(tx)) = (&allx, &tx) {
         check(allx.rows == ally.len(), "allx", format!("has {} rows but ally has {}", allx.rows, ally.len()))?;
-        check(tx.rows == ty.len() && tx.cols == allx.cols, "tx", format!("is {} × {}, ty has {} rows and allx {} columns", tx.rows, tx.cols, ty.len(), allx.cols))?;
+        check(
+            tx.rows == ty.len() && tx.cols == allx.cols,
+            "tx",
+            format!("is {} × {}, ty has {} rows and allx {} columns", tx.rows, tx.cols, ty.len(), allx.cols),
+        )?;
     }
 
     let mut labels: Vec<Option<u32>> = (0..n).map(|i| ally.get(i).copied().flatten()).collect();

@@ -17,21 +17,72 @@ pub enum Recipe {
 }
 
 const GERMAN_SELECTED: [&str; 37] = [
-    "Gender", "ForeignWorker", "Single", "Age", "LoanDuration", "LoanAmount", "LoanRateAsPercentOfIncome",
-    "YearsAtCurrentHome", "NumberOfOtherLoansAtBank", "NumberOfLiableIndividuals", "HasTelephone",
-    "CheckingAccountBalance_geq_0", "CheckingAccountBalance_geq_200", "SavingsAccountBalance_geq_100",
-    "SavingsAccountBalance_geq_500", "MissedPayments", "NoCurrentLoan", "CriticalAccountOrLoansElsewhere",
-    "OtherLoansAtBank", "HasCoapplicant", "HasGuarantor", "OwnsHouse", "RentsHouse", "Unemployed",
-    "YearsAtCurrentJob_lt_1", "YearsAtCurrentJob_geq_4", "JobClassIsSkilled", "PurposeOfLoan_Business",
-    "PurposeOfLoan_Education", "PurposeOfLoan_Electronics", "PurposeOfLoan_Furniture", "PurposeOfLoan_HomeAppliances",
-    "PurposeOfLoan_NewCar", "PurposeOfLoan_Other", "PurposeOfLoan_Repairs", "PurposeOfLoan_Retraining", "PurposeOfLoan_UsedCar",
+    "Gender",
+    "ForeignWorker",
+    "Single",
+    "Age",
+    "LoanDuration",
+    "LoanAmount",
+    "LoanRateAsPercentOfIncome",
+    "YearsAtCurrentHome",
+    "NumberOfOtherLoansAtBank",
+    "NumberOfLiableIndividuals",
+    "HasTelephone",
+    "CheckingAccountBalance_geq_0",
+    "CheckingAccountBalance_geq_200",
+    "SavingsAccountBalance_geq_100",
+    "SavingsAccountBalance_geq_500",
+    "MissedPayments",
+    "NoCurrentLoan",
+    "CriticalAccountOrLoansElsewhere",
+    "OtherLoansAtBank",
+    "HasCoapplicant",
+    "HasGuarantor",
+    "OwnsHouse",
+    "RentsHouse",
+    "Unemployed",
+    "YearsAtCurrentJob_lt_1",
+    "YearsAtCurrentJob_geq_4",
+    "JobClassIsSkilled",
+    "PurposeOfLoan_Business",
+    "PurposeOfLoan_Education",
+    "PurposeOfLoan_Electronics",
+    "PurposeOfLoan_Furniture",
+    "PurposeOfLoan_HomeAppliances",
+    "PurposeOfLoan_NewCar",
+    "PurposeOfLoan_Other",
+    "PurposeOfLoan_Repairs",
+    "PurposeOfLoan_Retraining",
+    "PurposeOfLoan_UsedCar",
 ];
 const GERMAN_ENCODED: [&str; 3] = ["Age", "LoanDuration", "LoanAmount"];
 
 const STUDENT_SELECTED: [&str; 25] = [
-    "school", "sex", "age", "address", "famsize", "Pstatus", "Medu", "Fedu", "Mjob", "Fjob", "reason", "guardian",
-    "traveltime", "failures", "schoolsup", "famsup", "paid", "activities", "nursery", "higher", "internet", "romantic",
-    "goout", "G1", "G2",
+    "school",
+    "sex",
+    "age",
+    "address",
+    "famsize",
+    "Pstatus",
+    "Medu",
+    "Fedu",
+    "Mjob",
+    "Fjob",
+    "reason",
+    "guardian",
+    "traveltime",
+    "failures",
+    "schoolsup",
+    "famsup",
+    "paid",
+    "activities",
+    "nursery",
+    "higher",
+    "internet",
+    "romantic",
+    "goout",
+    "G1",
+    "G2",
 ];
 const STUDENT_ENCODED: [&str; 10] = ["age", "Medu", "Fedu", "Mjob", "Fjob", "reason", "guardian", "traveltime", "failures", "goout"];
 
@@ -50,7 +101,10 @@ pub fn apply(recipe: Recipe, names: &[String], columns: &[Vec<f64>], err: &dyn F
     };
     let mut cols: Vec<(String, Vec<f64>)> = Vec::with_capacity(selected.len());
     for &s in selected {
-        let i = names.iter().position(|n| n == s).ok_or_else(|| err(&format!("no vertex attribute `{s}` (RGNN's {recipe:?} preprocessing selects it)")))?;
+        let i = names
+            .iter()
+            .position(|n| n == s)
+            .ok_or_else(|| err(&format!("no vertex attribute `{s}` (RGNN's {recipe:?} preprocessing selects it)")))?;
         cols.push((s.to_string(), columns[i].clone()));
     }
     let map = |cols: &mut Vec<(String, Vec<f64>)>, name: &str, f: &dyn Fn(f64) -> f64| {
@@ -97,7 +151,10 @@ mod tests {
     #[test]
     fn bins_as_data_py() {
         let (b, v) = ([1000.0, 2000.0, 3000.0, 4000.0], [0.0, 1000.0, 2000.0, 3000.0, 4000.0]);
-        assert_eq!([1000.0, 1000.5, 1169.0, 4000.0, 4000.5, 18424.0].map(|x| bin(x, &b, &v)), [0.0, 1000.0, 1000.0, 3000.0, 4000.0, 4000.0]);
+        assert_eq!(
+            [1000.0, 1000.5, 1169.0, 4000.0, 4000.5, 18424.0].map(|x| bin(x, &b, &v)),
+            [0.0, 1000.0, 1000.0, 3000.0, 4000.0, 4000.0]
+        );
         assert_eq!([30.0, 31.0, 50.0, 67.0].map(|x| bin(x, &[30.0, 50.0], &[0.0, 30.0, 50.0])), [0.0, 30.0, 30.0, 50.0]);
     }
 }

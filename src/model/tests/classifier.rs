@@ -11,8 +11,8 @@ use crate::model::propagate::Strategy;
 use crate::model::{Conv, NodeClassifier};
 use crate::rng;
 
-fn parse(yaml: &str) -> Result<ModelConfig, serde_yaml::Error> {
-    serde_yaml::from_str(yaml)
+fn parse(yaml: &str) -> Result<ModelConfig, serde_norway::Error> {
+    serde_norway::from_str(yaml)
 }
 
 #[test]
@@ -57,7 +57,7 @@ fn one_width_per_layer() {
     assert!(parse("layers: 2\nhidden: [0, 4]\nhead: true").unwrap().validate().is_err());
     assert!(parse("hidden: wide").unwrap_err().to_string().contains("[512, 64]"));
     // A single width still reads and writes as a number.
-    assert_eq!(serde_yaml::to_string(&ModelConfig::default()).unwrap().lines().find(|l| l.starts_with("hidden")), Some("hidden: 16"));
+    assert_eq!(serde_norway::to_string(&ModelConfig::default()).unwrap().lines().find(|l| l.starts_with("hidden")), Some("hidden: 16"));
 }
 
 fn setup(options: TensorCreationOptions) -> (GraphTensors, NodeInput) {
@@ -135,12 +135,8 @@ fn forward_passes_and_gradients_are_bit_identical_across_runs_and_thread_counts(
     let device = cpu();
     let n = 3000;
     let f = sparse_features(2, n, 50, 0.05);
-    let (graph, _) = crate::data::graph::Graph::from_edges(
-        n,
-        (0..12 * n).map(|i| ((i * 7919) % n, (i * 104_729 + 13) % n)),
-        "test",
-    )
-    .unwrap();
+    let (graph, _) =
+        crate::data::graph::Graph::from_edges(n, (0..12 * n).map(|i| ((i * 7919) % n, (i * 104_729 + 13) % n)), "test").unwrap();
     let work = (2 * graph.num_edges() + n) * 16;
     assert!(crate::model::spmm::splits_work(n, work), "the test graph must take the parallel path");
     let g = GraphTensors::new(&graph, &device).unwrap();

@@ -25,9 +25,7 @@ fn x_tensor() -> burn::tensor::Tensor<2> {
 
 /// Expected output rows from per-node lists of (source, weight).
 fn expected(rows: [&[(usize, f64)]; 4]) -> Vec<f64> {
-    rows.iter()
-        .flat_map(|terms| (0..2).map(move |c| terms.iter().map(|&(u, w)| w * X[u][c]).sum::<f64>()))
-        .collect()
+    rows.iter().flat_map(|terms| (0..2).map(move |c| terms.iter().map(|&(u, w)| w * X[u][c]).sum::<f64>())).collect()
 }
 
 #[test]
@@ -44,7 +42,12 @@ fn propagation_matches_hand_computed_normalisations() {
         ),
         (
             Norm::Sym,
-            expected([&[(1, 1.0 / s3)], &[(0, 1.0 / s3), (2, 1.0 / s6), (3, 1.0 / s6)], &[(1, 1.0 / s6), (3, 0.5)], &[(1, 1.0 / s6), (2, 0.5)]]),
+            expected([
+                &[(1, 1.0 / s3)],
+                &[(0, 1.0 / s3), (2, 1.0 / s6), (3, 1.0 / s6)],
+                &[(1, 1.0 / s6), (3, 0.5)],
+                &[(1, 1.0 / s6), (2, 0.5)],
+            ]),
         ),
         (
             // d̂ = 2, 4, 3, 3.

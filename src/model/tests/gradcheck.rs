@@ -46,14 +46,10 @@ fn gcn_gradients() {
 
 #[test]
 fn sage_gradients() {
-    let leaves =
-        [random_values(4, N * F), random_values(5, F * 2), random_values(6, F * 2), random_values(7, 2)];
+    let leaves = [random_values(4, N * F), random_values(5, F * 2), random_values(6, F * 2), random_values(7, 2)];
     check("sage", &leaves, |t, s| {
-        let layer = SageConv {
-            w_root: param(t[1].clone().reshape([F, 2])),
-            w_nbr: param(t[2].clone().reshape([F, 2])),
-            bias: param(t[3].clone()),
-        };
+        let layer =
+            SageConv { w_root: param(t[1].clone().reshape([F, 2])), w_nbr: param(t[2].clone().reshape([F, 2])), bias: param(t[3].clone()) };
         loss(layer.forward(&input(&t[0]), &graph_on(&t[0], s)))
     });
 }

@@ -87,8 +87,7 @@ pub fn loss(y: Tensor<2>) -> Tensor<1> {
 pub fn gradient_error(leaves: &[Vec<f64>], f: impl Fn(&[Tensor<1>]) -> Tensor<1>) -> f64 {
     const H: f64 = 1e-6;
     let ad = f64_ad();
-    let tracked: Vec<Tensor<1>> =
-        leaves.iter().map(|v| tensor(v.clone(), [v.len()], &ad).require_grad()).collect();
+    let tracked: Vec<Tensor<1>> = leaves.iter().map(|v| tensor(v.clone(), [v.len()], &ad).require_grad()).collect();
     let grads = f(&tracked).backward();
     let plain = f64_cpu();
     let eval = |vals: &[Vec<f64>]| -> f64 {

@@ -10,10 +10,10 @@ use burn::tensor::{Device, TensorCreationOptions};
 
 use super::support::*;
 use crate::data::{Features, ShiftedMatrix};
+use crate::model::Conv;
 use crate::model::config::{Arch, ModelConfig};
 use crate::model::graph_tensors::GraphTensors;
 use crate::model::input::{InputLayout, NodeInput};
-use crate::model::Conv;
 use crate::model::propagate::Strategy;
 
 fn run(device: &Device, arch: Arch, layout: InputLayout, strategy: Strategy, features: &Features) -> (Vec<f64>, Vec<f64>) {
