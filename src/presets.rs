@@ -55,14 +55,22 @@ pub fn get(kind: Kind, name: &str) -> Option<&'static str> {
 /// variant keep their field path (serde's internally tagged enums lose it).
 pub trait PresetSpec: Serialize + DeserializeOwned {
     const KIND: Kind;
+    /// The spec's YAML `kind`, as its registry declares it.
+    fn kind(&self) -> &'static str;
 }
 
 impl PresetSpec for AttackSpec {
     const KIND: Kind = Kind::Attack;
+    fn kind(&self) -> &'static str {
+        AttackSpec::kind(self)
+    }
 }
 
 impl PresetSpec for DefenseSpec {
     const KIND: Kind = Kind::Defense;
+    fn kind(&self) -> &'static str {
+        DefenseSpec::kind(self)
+    }
 }
 
 /// `{kind: k, fields…}` → the spec; errors are (field path, message).
@@ -99,11 +107,6 @@ pub fn spec_to_map<S: PresetSpec>(spec: &S) -> serde_norway::Mapping {
         map.extend(fields);
     }
     map
-}
-
-/// The `kind:` of a spec.
-pub fn kind_of<S: PresetSpec>(spec: &S) -> String {
-    spec_to_map(spec).get("kind").and_then(|k| k.as_str()).unwrap_or_default().to_string()
 }
 
 /// Every kind of `S` (from the built-in presets, which cover them all).
@@ -198,7 +201,7 @@ fn typed<S: PresetSpec>(entry: serde_norway::Value, base: Option<&Path>) -> std:
         None => default_name,
     };
     let spec: S = spec_from_map(map).map_err(|(field, msg)| (field, format!("{msg}{origin}")))?;
-    let name = name.unwrap_or_else(|| kind_of(&spec));
+    let name = name.unwrap_or_else(|| spec.kind().to_string());
     Ok((name, spec))
 }
 
@@ -258,7 +261,7 @@ mod tests {
         fn round_trips<S: PresetSpec + PartialEq + std::fmt::Debug>() {
             for (name, _) in builtin(S::KIND) {
                 let n = Named::<S>::builtin(name).unwrap();
-                assert_eq!(kind_of(&n.spec), *name);
+                assert_eq!(n.spec.kind(), *name);
                 // Written and read back, it is the same.
                 let back: Named<S> = serde_norway::from_str(&serde_norway::to_string(&n).unwrap()).unwrap();
                 assert_eq!(back, n);

@@ -33,6 +33,8 @@ pub struct IlrgConfig {
 }
 
 impl super::AttackConfig for IlrgConfig {
+    const SERVER_SECONDS_ON_CORA: f64 = 2.0;
+
     const ACTIVE: bool = false;
 
     fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {

@@ -41,6 +41,8 @@ impl Default for InfiltratorConfig {
 }
 
 impl super::AttackConfig for InfiltratorConfig {
+    const SERVER_SECONDS_ON_CORA: f64 = 2.0;
+
     const ACTIVE: bool = false;
 
     fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {

@@ -55,6 +55,9 @@ impl Default for LlgStarConfig {
 }
 
 impl super::AttackConfig for LlgStarConfig {
+    // Dummy-data inference over every class.
+    const SERVER_SECONDS_ON_CORA: f64 = 5.0;
+
     const ACTIVE: bool = false;
 
     fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {

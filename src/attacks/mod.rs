@@ -29,6 +29,11 @@ pub trait AttackConfig {
 
     /// The attack's server strategy (parameters already checked).
     fn strategy(&self, name: &str) -> Box<dyn ServerStrategy>;
+
+    /// Seconds of server work per run on Cora (2 485 nodes in its largest component),
+    /// scaled by the node count, for `matrix --dry-run`'s estimate (from the shipped Cora
+    /// matrix's runs).
+    const SERVER_SECONDS_ON_CORA: f64 = 0.5;
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -60,6 +65,22 @@ macro_rules! attacks {
         }
 
         impl AttackSpec {
+            /// The YAML `kind`.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    AttackSpec::None(_) => "none",
+                    $( AttackSpec::$variant(_) => $kind, )*
+                }
+            }
+
+            /// See [`AttackConfig::SERVER_SECONDS_ON_CORA`] (none for `kind: none`).
+            pub fn server_seconds_on_cora(&self) -> f64 {
+                match self {
+                    AttackSpec::None(_) => 0.0,
+                    $( AttackSpec::$variant(_) => <$module::$config as AttackConfig>::SERVER_SECONDS_ON_CORA, )*
+                }
+            }
+
             /// The attack's strategy (`None` for `kind: none`); `field` names the entry in
             /// errors.
             pub fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Option<Built>> {

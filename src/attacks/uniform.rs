@@ -23,6 +23,8 @@ pub struct Uniform {
 }
 
 impl super::AttackConfig for UniformConfig {
+    const SERVER_SECONDS_ON_CORA: f64 = 0.0;
+
     const ACTIVE: bool = false;
 
     fn validate(&self, federation: &crate::fed::FederationConfig, field: &str) -> Result<()> {

@@ -63,6 +63,11 @@ pub struct LpgnnConfig {
 }
 
 impl super::DefenseConfig for LpgnnConfig {
+    fn cost(&self, _run: &super::RunSize) -> super::CostHint {
+        // KProp and the Drop loss (measured on Cora).
+        super::CostHint { factor: 1.5, seconds_per_epoch: 0.0 }
+    }
+
     fn build(&self, name: &str) -> Result<Defense> {
         let features = LdpFeaturesConfig {
             epsilon: self.epsilon_x,

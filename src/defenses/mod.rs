@@ -13,6 +13,35 @@ use crate::fed::{ClientPipeline, Defense};
 pub trait DefenseConfig {
     /// The defense named `name` (as the scenario names it), parameters checked.
     fn build(&self, name: &str) -> Result<Defense>;
+
+    /// What the defense adds to a run's time, for `matrix --dry-run`'s estimate; none
+    /// unless the defense says otherwise.
+    fn cost(&self, _run: &RunSize) -> CostHint {
+        CostHint::default()
+    }
+}
+
+/// The size of a run, as a cost hint sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct RunSize {
+    pub nodes: f64,
+    pub edges: f64,
+    /// 1 when centralized.
+    pub clients: f64,
+}
+
+/// A defense's time relative to plain training: the epochs take `factor` times as long,
+/// plus `seconds_per_epoch` of work of its own.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostHint {
+    pub factor: f64,
+    pub seconds_per_epoch: f64,
+}
+
+impl Default for CostHint {
+    fn default() -> Self {
+        CostHint { factor: 1.0, seconds_per_epoch: 0.0 }
+    }
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -37,6 +66,22 @@ macro_rules! defenses {
         }
 
         impl DefenseSpec {
+            /// The YAML `kind`.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    DefenseSpec::None(_) => "none",
+                    $( DefenseSpec::$variant(_) => $kind, )*
+                }
+            }
+
+            /// See [`DefenseConfig::cost`].
+            pub fn cost(&self, run: &RunSize) -> CostHint {
+                match self {
+                    DefenseSpec::None(_) => CostHint::default(),
+                    $( DefenseSpec::$variant(c) => DefenseConfig::cost(c, run), )*
+                }
+            }
+
             /// The defense's roles (`None` for `kind: none`).
             pub fn build(&self, name: &str) -> Result<Option<Defense>> {
                 Ok(match self {

@@ -99,6 +99,11 @@ pub struct RgnnConfig {
 }
 
 impl super::DefenseConfig for RgnnConfig {
+    fn cost(&self, _run: &super::RunSize) -> super::CostHint {
+        // Reconstruction and the LLP loss over METIS bags (measured on Cora).
+        super::CostHint { factor: 5.5, seconds_per_epoch: 0.0 }
+    }
+
     fn build(&self, name: &str) -> Result<Defense> {
         let field = |f: &str| format!("defense `{name}`: {f}");
         if self.m == Some(0) {

@@ -297,40 +297,15 @@ fn cost_model(s: &crate::scenario::Scenario, (n, e, nnz): (f64, f64, f64)) -> f6
     let epoch_work = nnz * widths[0] + propagate + dense;
     let epochs = (s.federation.rounds * s.train.epochs) as f64;
     let clients = if s.federation.centralized { 1.0 } else { s.partition.clients as f64 };
-    let mut factor = 1.0;
-    let mut extra = 0.0;
+    let run = crate::defenses::RunSize { nodes: n, edges: e, clients };
+    let (mut factor, mut extra) = (1.0, 0.0);
     for d in &s.defenses {
-        let spec = crate::presets::spec_to_map(&d.spec);
-        match crate::presets::kind_of(&d.spec).as_str() {
-            // Per-node gradients of every batch: ~47× a plain epoch (measured on Cora).
-            "dp-gnn" => factor *= 47.0,
-            "rgnn" => factor *= 5.5,
-            "lpgnn" => factor *= 1.5,
-            "edge-ldp" => factor *= 1.3,
-            "solitude" => {
-                // Calibration learns a weight per reported edge: the reported graph of
-                // ε_a-edge RR has ~(n/clients)²/(1+e^ε_a) fake edges per client.
-                let eps_a = spec.get("epsilon_a").and_then(|v| v.as_f64()).unwrap_or(f64::INFINITY);
-                let fake = clients * (n / clients).powi(2) / (1.0 + eps_a.exp());
-                factor *= 1.9;
-                extra += epochs * (2.0 * e + fake) * 2.2e-6;
-            }
-            _ => {}
-        }
+        let hint = d.spec.cost(&run);
+        factor *= hint.factor;
+        extra += epochs * hint.seconds_per_epoch;
     }
-    // Server work of the attacks, per run, scaled from EC-LDA's Cora setting.
-    let attacks: f64 = s
-        .attacks
-        .iter()
-        .map(|a| match crate::presets::kind_of(&a.spec).as_str() {
-            "llg-star" => 5.0,
-            "ilrg" | "infiltrator" => 2.0,
-            "none" | "uniform" => 0.0,
-            _ => 0.5,
-        })
-        .sum::<f64>()
-        * n
-        / 2485.0;
+    // Server work of the attacks, per run, scaled from Cora's size.
+    let attacks: f64 = s.attacks.iter().map(|a| a.spec.server_seconds_on_cora()).sum::<f64>() * n / 2485.0;
     // Calibrated on this project's 2-core Zen 5 machine, one run per core: forward and
     // backward ≈ 3× the work at ~25 GFLOP/s, 0.2 ms fixed cost per client-epoch, 5 ms of
     // server work per round (EC-LDA's Cora GCN setting: 14.7 s measured in a matrix, 17 s
@@ -341,6 +316,27 @@ fn cost_model(s: &crate::scenario::Scenario, (n, e, nnz): (f64, f64, f64)) -> f6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The estimate takes each defense's and attack's cost from its registration: DP-GNN
+    /// multiplies the epochs, Solitude adds its calibration per epoch, an attack adds
+    /// server time scaled by the node count (the same figures `cost_model` held as a
+    /// table of preset names before they moved to the registry).
+    #[test]
+    fn the_estimate_takes_costs_from_the_registry() {
+        let base = "dataset: {name: synthetic}\nfederation: {rounds: 10}\ntrain: {epochs: 2}\npartition: {clients: 4}\n";
+        let cost = |extra: &str| {
+            let s = crate::scenario::Scenario::parse(&format!("{base}{extra}"), "t.yaml", &[]).unwrap();
+            cost_model(&s, (1000.0, 4000.0, 20000.0))
+        };
+        let plain = cost("");
+        let rounds = 10.0 * 0.005;
+        assert!(((cost("defenses: [dp-gnn]\n") - rounds) / (plain - rounds) - 47.0).abs() < 1e-9);
+        let fake = 4.0 * 250.0f64.powi(2) / (1.0 + 8f64.exp());
+        let solitude = cost("defenses: [solitude]\n"); // the preset: ε_a = 8
+        assert!((solitude - (1.9 * (plain - rounds) + rounds + 20.0 * (8000.0 + fake) * 2.2e-6)).abs() < 1e-9, "{solitude}");
+        assert!((cost("attacks: [llg-star]\n") - plain - 5.0 * 1000.0 / 2485.0).abs() < 1e-9);
+        assert_eq!(cost("attacks: [uniform]\ndefenses: [ldp-labels]\n"), plain);
+    }
 
     /// Results come back in job order whatever finishes first; each job learns its thread
     /// share; after a failure no new job starts.

@@ -173,7 +173,7 @@ pub const METRIC_COLUMNS: [&str; 15] = [
 
 /// The attacks of cell `c` that can report (all but `none`), by name, in order.
 pub fn cell_attacks(m: &Matrix, c: usize) -> Vec<String> {
-    m.cells[c].scenario.attacks.iter().filter(|a| crate::presets::kind_of(&a.spec) != "none").map(|a| a.name.clone()).collect()
+    m.cells[c].scenario.attacks.iter().filter(|a| a.spec.kind() != "none").map(|a| a.name.clone()).collect()
 }
 
 pub fn status(state: &RunState) -> &'static str {
