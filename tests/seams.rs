@@ -135,6 +135,45 @@ fn at_most_one_defense_replaces_the_local_trainer() {
     assert!(e.contains("defenses") && e.contains("dp-one and dp-two") && e.contains("at most one"), "{e}");
 }
 
+/// Trainers compose like middleware: `ldp-update` wraps DP-GNN's loop (clipping and
+/// noising the update DP-GNN trained), wherever it is declared, and each reports its own
+/// budget under its own name; the run differs from DP-GNN alone and is deterministic.
+#[test]
+fn a_wrapping_trainer_composes_with_one_that_replaces_the_loop() {
+    use fgl_sim::privacy::accountant::{self, Conversion, Mechanism};
+    let base = "dataset: {name: synthetic}\npartition: {clients: 3}\nfederation: {rounds: 3}\ntrain: {epochs: 2, optimizer: sgd, lr: 0.1}\n\
+                model: {arch: sage, layers: 2, hidden: 8, dropout: 0.0}\n";
+    let (upd, dp) = (
+        "{name: upd, kind: ldp-update, clip: 0.5, noise_multiplier: 2.0}",
+        "{name: dp, kind: dp-gnn, sigma: 1.5, max_degree: 3, batch_size: 16}",
+    );
+    let run_with = |defenses: &str| {
+        let scenario = Scenario::parse(&format!("{base}defenses: {defenses}\n"), "c.yaml", &[]).unwrap();
+        let prepared = run::prepare(&scenario, None).unwrap();
+        run::federation(&scenario, &prepared, Default::default()).unwrap().run(&mut FedAvg).unwrap()
+    };
+    let both = run_with(&format!("[{upd}, {dp}]"));
+    let want =
+        accountant::epsilon(&Mechanism::DpSgd { sample_rate: 1.0 }, 1.0, 3, 1e-5, Conversion::Improved, &accountant::default_orders())
+            .unwrap();
+    for spent in &both.privacy {
+        assert_eq!(spent.iter().map(|p| p.defense.as_str()).collect::<Vec<_>>(), ["upd", "dp"]);
+        assert_eq!(spent[0].epsilon, want.epsilon);
+        assert!(spent[1].protects.contains("DP-GNN"), "{}", spent[1].protects);
+    }
+    // Declared the other way round, the wrapping trainer still runs outermost.
+    let reversed = run_with(&format!("[{dp}, {upd}]"));
+    assert_eq!(reversed.rounds, both.rounds);
+    let alone = run_with(&format!("[{dp}]"));
+    assert_ne!(alone.rounds, both.rounds, "the update was not noised");
+    assert_eq!(run_with(&format!("[{upd}, {dp}]")).rounds, both.rounds);
+    // Two defenses that replace the loop still cannot share it: refused with the scenario.
+    let e = Scenario::parse(&format!("{base}defenses: [{dp}, {{name: dp2, kind: dp-gnn, sigma: 2}}]\n"), "c.yaml", &[])
+        .expect_err("two loops")
+        .to_string();
+    assert!(e.contains("defenses") && e.contains("dp and dp2") && e.contains("at most one"), "{e}");
+}
+
 /// Wraps the passive `lda` attack and, in round 1, broadcasts a model whose GNN layers
 /// have zero weights and bias 0.1: every node's head input is then the same vector, the
 /// case in which EC-LDA's estimator is exact.

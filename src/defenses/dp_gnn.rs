@@ -51,7 +51,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use burn::module::Module;
-use burn::optim::{GradientsParams, ModuleOptimizer};
+use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData};
 use rand::Rng as _;
 use rand_distr::StandardNormal;
@@ -65,7 +65,7 @@ use crate::privacy::accountant::{self, Conversion, Mechanism};
 use crate::privacy::{PrivacyCost, ec_lda_code};
 use crate::rng::{self, Rng};
 use crate::train::per_node::{self, per_node, ComputationGraph, NodeBatch, PerNode};
-use crate::train::{ClientTensors, HeadSteps, LocalData, LocalStats, LocalTrainer, Loss, Selection, TrainConfig};
+use crate::train::{HeadSteps, LocalData, LocalStats, LocalTrainer, Loss, NextTrainer, Selection, TrainCall, TrainConfig};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -442,18 +442,9 @@ impl LocalTrainer for DpGnn {
         Ok(())
     }
 
-    fn train(
-        &self,
-        client: usize,
-        _round: usize,
-        mut model: NodeClassifier,
-        local: &LocalData,
-        data: &ClientTensors,
-        cfg: &TrainConfig,
-        loss: &dyn Loss,
-        optim: &mut ModuleOptimizer,
-        rng: &mut Rng,
-    ) -> Result<(NodeClassifier, LocalStats)> {
+    fn train(&self, mut model: NodeClassifier, call: &mut TrainCall<'_>, _next: &dyn NextTrainer) -> Result<(NodeClassifier, LocalStats)> {
+        let (client, local, data, cfg, loss) = (call.client, call.local, call.data, call.cfg, call.loss);
+        let (optim, rng) = (&mut *call.optim, &mut *call.rng);
         let plan = self.plan(client)?;
         if local.labelled_train_nodes() != plan.train_nodes {
             return Err(Error::param("defenses", "dp-gnn accounts for a fixed set of training nodes, but another defense changed it between rounds (label-dp stages): use one stage with dp-gnn"));

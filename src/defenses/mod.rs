@@ -123,6 +123,8 @@ defenses! {
     /// The Solitude pipeline (Lin et al.): multi-bit features, edge LDP, feature and
     /// label smoothing, and graph calibration with a learned sparse adjacency.
     Solitude(solitude::SolitudeConfig) = "solitude",
+    /// Local DP on the update: clipped to L2 ≤ C and noised N(0, (σC)²), wrapping the trainer.
+    LdpUpdate(ldp_update::LdpUpdateConfig) = "ldp-update",
 }
 
 /// The client pipeline of a scenario's defenses (`(name, spec)` in declared order).

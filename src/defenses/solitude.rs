@@ -31,7 +31,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use burn::module::Module;
-use burn::optim::ModuleOptimizer;
 use burn::tensor::{Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
@@ -45,7 +44,7 @@ use crate::fed::{DataTransform, Defense};
 use crate::model::{ModelConfig, NodeClassifier};
 use crate::privacy::{Epsilon, PrivacyCost};
 use crate::rng::Rng;
-use crate::train::{ClientTensors, LocalData, LocalStats, LocalTrainer, Loss, TrainConfig, train_local_with};
+use crate::train::{ClientTensors, LocalData, LocalStats, LocalTrainer, NextTrainer, TrainCall, TrainConfig, train_local_with};
 
 fn yes() -> bool {
     true
@@ -304,18 +303,9 @@ impl LocalTrainer for Calibration {
         Ok(())
     }
 
-    fn train(
-        &self,
-        client: usize,
-        _round: usize,
-        model: NodeClassifier,
-        _local: &LocalData,
-        data: &ClientTensors,
-        cfg: &TrainConfig,
-        loss: &dyn Loss,
-        optim: &mut ModuleOptimizer,
-        rng: &mut Rng,
-    ) -> Result<(NodeClassifier, LocalStats)> {
+    fn train(&self, model: NodeClassifier, call: &mut TrainCall<'_>, _next: &dyn NextTrainer) -> Result<(NodeClassifier, LocalStats)> {
+        let (client, data, cfg, loss) = (call.client, call.data, call.cfg, call.loss);
+        let (optim, rng) = (&mut *call.optim, &mut *call.rng);
         let adjacency = self.adjacency(client)?;
         let mut adjacency = adjacency.lock().expect("adjacency");
         let c = &self.0.cfg;

@@ -9,7 +9,9 @@
 //! - [`RoundTransform`]: changes the client's data at the start of a round it trains
 //!   in, seeing the global model it received (multi-stage label-DP takes its prior
 //!   from it). Applied in the declared order.
-//! - [`LocalTrainer`]: replaces the local training loop (DP-GNN). At most one.
+//! - [`LocalTrainer`]: runs the local epochs as middleware: wrapping the trainers after
+//!   it (clip and noise the update) or replacing the loop (DP-GNN, Solitude's
+//!   calibration; at most one, run innermost).
 //!
 //! A [`Defense`] bundles the roles one defense plays; a [`ClientPipeline`] is the
 //! ordered list of a scenario's defenses.
@@ -20,7 +22,7 @@ use super::RoundContext;
 use crate::error::{Error, Result};
 use crate::privacy::PrivacyCost;
 use crate::rng::Rng;
-use crate::train::{FullBatch, LocalData, LocalTrainer, Loss};
+use crate::train::{LocalData, LocalTrainer, Loss};
 
 pub trait DataTransform: Send + Sync {
     /// Transform `client`'s data; return what it spent of the client's privacy (the
@@ -111,22 +113,30 @@ impl Defense {
 #[derive(Default)]
 pub struct ClientPipeline {
     defenses: Vec<Defense>,
-    /// Index of the defense that replaces the local trainer, if any.
-    trainer: Option<usize>,
+    /// The defenses with a trainer, outermost first: the wrapping ones in declared order,
+    /// then the one that replaces the loop, if any.
+    trainers: Vec<usize>,
 }
 
 impl ClientPipeline {
-    /// Rejects more than one defense that replaces the local trainer.
+    /// Rejects more than one defense that replaces the local training loop.
     pub fn new(defenses: Vec<Defense>) -> Result<ClientPipeline> {
-        let trainers: Vec<usize> = defenses.iter().enumerate().filter(|(_, d)| d.trainer.is_some()).map(|(i, _)| i).collect();
-        if trainers.len() > 1 {
-            let names: Vec<&str> = trainers.iter().map(|&i| defenses[i].name.as_str()).collect();
+        let with = |wraps: bool| -> Vec<usize> {
+            defenses.iter().enumerate().filter(|(_, d)| d.trainer.as_ref().is_some_and(|t| t.wraps() == wraps)).map(|(i, _)| i).collect()
+        };
+        let (mut trainers, replacing) = (with(true), with(false));
+        if replacing.len() > 1 {
+            let names: Vec<&str> = replacing.iter().map(|&i| defenses[i].name.as_str()).collect();
             return Err(Error::param(
                 "defenses",
-                format!("{} each replace the local training loop; a scenario may use at most one such defense", names.join(" and ")),
+                format!(
+                    "{} each replace the local training loop; a scenario may use at most one such defense (any number that wrap it)",
+                    names.join(" and ")
+                ),
             ));
         }
-        Ok(ClientPipeline { trainer: trainers.first().copied(), defenses })
+        trainers.extend(replacing);
+        Ok(ClientPipeline { trainers, defenses })
     }
 
     /// Apply every data transform in order to `client`'s data. The k-th transform
@@ -179,12 +189,12 @@ impl ClientPipeline {
         Ok(loss)
     }
 
-    /// The local trainer (the one defense that replaces it, or [`FullBatch`]) and the
-    /// name of that defense.
-    pub fn trainer(&self) -> (&dyn LocalTrainer, Option<&str>) {
-        match self.trainer {
-            Some(i) => (self.defenses[i].trainer.as_deref().expect("index of a defense with a trainer"), Some(&self.defenses[i].name)),
-            None => (&FullBatch, None),
-        }
+    /// The trainer chain, outermost first, each with its defense's name (empty: plain
+    /// [`crate::train::FullBatch`]).
+    pub fn trainers(&self) -> Vec<(&dyn LocalTrainer, &str)> {
+        self.trainers
+            .iter()
+            .map(|&i| (self.defenses[i].trainer.as_deref().expect("index of a defense with a trainer"), &*self.defenses[i].name))
+            .collect()
     }
 }

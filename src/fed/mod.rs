@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::model::{ModelConfig, NodeClassifier};
 use crate::privacy::PrivacyCost;
 use crate::rng;
-use crate::train::{self, ClientTensors, Eval, LocalData, Loss, TrainConfig};
+use crate::train::{self, ClientTensors, Eval, LocalData, LocalTrainer, Loss, TrainConfig};
 
 /// How to federate: everything but the clients' data and defenses.
 #[derive(Debug, Clone, PartialEq)]
@@ -176,15 +176,15 @@ impl Federation {
             if *in_dim.get_or_insert(d) != d {
                 return Err(Error::Other(format!("client {id} has {d} feature columns, others {}", in_dim.unwrap_or(0))));
             }
-            let (trainer, _) = pipeline.trainer();
-            trainer.prepare(
-                id,
-                &local,
-                &setup.model,
-                &setup.train,
-                setup.federation.rounds,
-                &mut rng::derive(setup.seed, "client-trainer", &[id as u64]),
-            )?;
+            for (k, (trainer, _)) in pipeline.trainers().into_iter().enumerate() {
+                // The trainer that replaces the loop keeps the stream it had alone; each
+                // wrapping one gets its own, so adding one changes no other's draws.
+                let mut rng = match trainer.wraps() {
+                    false => rng::derive(setup.seed, "client-trainer", &[id as u64]),
+                    true => rng::derive(setup.seed, "client-trainer-wrap", &[id as u64, k as u64]),
+                };
+                trainer.prepare(id, &local, &setup.model, &setup.train, setup.federation.rounds, &mut rng)?;
+            }
             let (tensors, loss, weight) = derived(id, &local, &setup, &pipeline, classes, &device)?;
             states.push(ClientState { id, local, tensors, loss, weight, privacy, optimizer: Mutex::new(None) });
         }
@@ -209,7 +209,8 @@ impl Federation {
         let threat_model = strategy.threat_model();
         let cfg = &self.setup;
         let template = &self.template;
-        let (trainer, trainer_name) = self.pipeline.trainer();
+        let trainers = self.pipeline.trainers();
+        let chain: Vec<&dyn LocalTrainer> = trainers.iter().map(|t| t.0).collect();
         let mut global = ModelParams::of(template);
         let parameters = global.num_values();
 
@@ -251,8 +252,17 @@ impl Federation {
                     Some(o) if cfg.train.keep_optimizer_state => o,
                     _ => train::optimizer(&cfg.train),
                 };
-                let (model, stats) =
-                    trainer.train(s.id, round, model, &s.local, &s.tensors, &cfg.train, s.loss.as_ref(), &mut optim, &mut r)?;
+                let mut call = train::TrainCall {
+                    client: s.id,
+                    round,
+                    local: &s.local,
+                    data: &s.tensors,
+                    cfg: &cfg.train,
+                    loss: s.loss.as_ref(),
+                    optim: &mut optim,
+                    rng: &mut r,
+                };
+                let (model, stats) = train::NextTrainer::train(&train::TrainerChain(&chain), model, &mut call)?;
                 if cfg.train.keep_optimizer_state {
                     *slot = Some(optim);
                 }
@@ -353,9 +363,11 @@ impl Federation {
             .zip(&trained)
             .map(|(s, &rounds)| {
                 let mut spent = s.privacy.clone();
-                if let (Some(mut cost), Some(name)) = (trainer.privacy_spent(s.id, rounds), trainer_name) {
-                    cost.defense = name.to_string();
-                    spent.push(cost);
+                for (trainer, name) in &trainers {
+                    if let Some(mut cost) = trainer.privacy_spent(s.id, rounds) {
+                        cost.defense = name.to_string();
+                        spent.push(cost);
+                    }
                 }
                 spent
             })

@@ -478,10 +478,39 @@ impl Selector {
     }
 }
 
-/// How a client runs the local epochs of one round. [`FullBatch`] is the standard loop;
-/// a defense such as DP-GNN (per-node clipped, noised gradients) replaces it.
+/// One round of one client's local training, as a [`LocalTrainer`] sees it.
+pub struct TrainCall<'a> {
+    pub client: usize,
+    pub round: usize,
+    /// The client's host data, as `data` holds it on the device.
+    pub local: &'a LocalData,
+    pub data: &'a ClientTensors,
+    pub cfg: &'a TrainConfig,
+    pub loss: &'a dyn Loss,
+    pub optim: &'a mut ModuleOptimizer,
+    /// The client's stream for this round's training.
+    pub rng: &'a mut Rng,
+}
+
+/// The rest of a client's trainer chain: what a wrapping trainer calls to train as the
+/// trainers after it (ending in [`FullBatch`]) would.
+pub trait NextTrainer {
+    fn train(&self, model: NodeClassifier, call: &mut TrainCall<'_>) -> Result<(NodeClassifier, LocalStats)>;
+}
+
+/// How a client runs the local epochs of one round, as middleware (Flower's client mods):
+/// a trainer gets the model and the rest of the chain, `next`. One that *wraps* calls
+/// `next` and works on what comes back (e.g. clipping and noising the update); one that
+/// *replaces* the loop (DP-GNN's per-node DP-SGD, Solitude's calibration) runs its own
+/// and ignores `next`. A chain holds any number of wrapping trainers and at most one
+/// replacing one, which goes last; [`FullBatch`] ends every chain.
 pub trait LocalTrainer: Send + Sync {
     fn name(&self) -> &str;
+
+    /// Whether the trainer calls `next` (wraps) rather than running its own loop.
+    fn wraps(&self) -> bool {
+        false
+    }
 
     /// Get ready to train `client` (`data`: its data after every data transform) with
     /// `model` for `rounds` rounds of `cfg`, before round 1: e.g. plan its privacy budget
@@ -498,26 +527,25 @@ pub trait LocalTrainer: Send + Sync {
         Ok(())
     }
 
-    /// Train `model` (on an autodiff device) for one round of `client`; `local` is its
-    /// host data as `data` holds it on the device.
-    #[allow(clippy::too_many_arguments)]
-    fn train(
-        &self,
-        client: usize,
-        round: usize,
-        model: NodeClassifier,
-        local: &LocalData,
-        data: &ClientTensors,
-        cfg: &TrainConfig,
-        loss: &dyn Loss,
-        optim: &mut ModuleOptimizer,
-        rng: &mut Rng,
-    ) -> Result<(NodeClassifier, LocalStats)>;
+    /// Train `model` (on an autodiff device) for one round of `call.client`.
+    fn train(&self, model: NodeClassifier, call: &mut TrainCall<'_>, next: &dyn NextTrainer) -> Result<(NodeClassifier, LocalStats)>;
 
     /// Privacy spent by `client` after it trained `rounds` rounds with this trainer,
     /// for trainers that account for it (DP-SGD); `None` otherwise.
     fn privacy_spent(&self, _client: usize, _rounds: usize) -> Option<PrivacyCost> {
         None
+    }
+}
+
+/// A chain of trainers, outermost first, run as one: each gets the rest as its `next`.
+pub struct TrainerChain<'a>(pub &'a [&'a dyn LocalTrainer]);
+
+impl NextTrainer for TrainerChain<'_> {
+    fn train(&self, model: NodeClassifier, call: &mut TrainCall<'_>) -> Result<(NodeClassifier, LocalStats)> {
+        match self.0.split_first() {
+            Some((first, rest)) => first.train(model, call, &TrainerChain(rest)),
+            None => FullBatch.train(model, call, &TrainerChain(&[])),
+        }
     }
 }
 
@@ -530,19 +558,8 @@ impl LocalTrainer for FullBatch {
         "full-batch"
     }
 
-    fn train(
-        &self,
-        _client: usize,
-        _round: usize,
-        model: NodeClassifier,
-        _local: &LocalData,
-        data: &ClientTensors,
-        cfg: &TrainConfig,
-        loss: &dyn Loss,
-        optim: &mut ModuleOptimizer,
-        rng: &mut Rng,
-    ) -> Result<(NodeClassifier, LocalStats)> {
-        Ok(train_local(model, data, cfg, loss, optim, rng))
+    fn train(&self, model: NodeClassifier, call: &mut TrainCall<'_>, _next: &dyn NextTrainer) -> Result<(NodeClassifier, LocalStats)> {
+        Ok(train_local(model, call.data, call.cfg, call.loss, call.optim, call.rng))
     }
 }
 
