@@ -376,6 +376,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
         intro,
         within: &within,
         explain: &explain,
+        above_baseline: &|_| None,
         timings: timings.iter().map(|(part, s)| (format!("{part:?}"), *s)).collect(),
     };
     report.write(&results_dir)?;

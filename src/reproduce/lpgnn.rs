@@ -292,6 +292,7 @@ pub fn lpgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Pat
             Some((_, label)) if paper == "cora" => explain_cora(label, c, mean),
             _ => super::too_few_runs(c, 10),
         },
+        above_baseline: &|_| None,
         timings,
     }
     .write(&results_dir)?;

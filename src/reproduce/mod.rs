@@ -184,6 +184,11 @@ pub fn within_accuracy(mean: f64, _ci: f64, p: &PaperValue) -> bool {
 /// The columns of `reproduce.csv`, in order.
 pub const CSV_HEADER: &str = "paper,table,dataset,model,setting,metric,runs,ours_mean,ours_ci95,paper_mean,paper_ci95,within,note";
 
+/// The note of a private cell above its own no-noise pipeline whose cause no reproduction
+/// names.
+pub const ABOVE_BASELINE: &str =
+    "above its own pipeline without noise by more than its CI: cause not found — a bug or a protocol difference, not a privacy gain";
+
 /// The note of a cell outside the paper's tolerance whose cause no reproduction names.
 pub const UNEXPLAINED: &str = "outside the paper's tolerance; cause not established";
 
@@ -272,6 +277,9 @@ pub struct Report<'a> {
     /// The known cause of a cell outside tolerance (`None`: [`UNEXPLAINED`]), asked only
     /// for those cells; commas are replaced (the CSV is unquoted).
     pub explain: &'a dyn Fn(&Cell, f64) -> Option<String>,
+    /// The known cause of a private cell that beats its own pipeline without noise (see
+    /// [`Report::private_beats_baseline`]; `None`: [`ABOVE_BASELINE`]), asked only for those.
+    pub above_baseline: &'a dyn Fn(&Cell) -> Option<String>,
     /// (part, seconds) lines under the table.
     pub timings: Vec<(String, f64)>,
 }
@@ -296,11 +304,12 @@ pub fn without_noise(setting: &str) -> Option<String> {
 impl Report<'_> {
     /// The sanity law "a private model never beats the same pipeline without noise":
     /// one line per `test_accuracy` cell whose mean exceeds that of the same table's
-    /// cell at [`without_noise`] of its setting by more than its 95 % half-width.
-    pub fn private_beats_baseline(&self) -> Vec<String> {
+    /// cell at [`without_noise`] of its setting by more than its 95 % half-width, with
+    /// that cell's index.
+    pub fn private_beats_baseline(&self) -> Vec<(usize, String)> {
         let cells = &self.cells.0;
         let mut out = Vec::new();
-        for c in cells.iter().filter(|c| c.metric == "test_accuracy") {
+        for (i, c) in cells.iter().enumerate().filter(|(_, c)| c.metric == "test_accuracy") {
             let Some(base) = without_noise(&c.setting) else { continue };
             let Some(b) = cells.iter().find(|b| b.table == c.table && b.model == c.model && b.metric == c.metric && b.setting == base)
             else {
@@ -308,9 +317,12 @@ impl Report<'_> {
             };
             let ((mean, ci), (base_mean, _)) = (mean_ci95(&c.values), mean_ci95(&b.values));
             if mean - base_mean > ci {
-                out.push(format!(
-                    "{} / {}: private `{}` scores {mean:.2} ± {ci:.2}, above the same pipeline without noise (`{base}`, {base_mean:.2}) by more than its CI",
-                    c.table, c.model, c.setting
+                out.push((
+                    i,
+                    format!(
+                        "{} / {}: private `{}` scores {mean:.2} ± {ci:.2}, above the same pipeline without noise (`{base}`, {base_mean:.2}) by more than its CI",
+                        c.table, c.model, c.setting
+                    ),
                 ));
             }
         }
@@ -319,24 +331,31 @@ impl Report<'_> {
 
     /// `reproduce.csv` and `reproduce.md`.
     pub fn render(&self) -> (String, String) {
+        self.render_with(&self.private_beats_baseline())
+    }
+
+    /// [`Report::render`] given [`Report::private_beats_baseline`]'s findings.
+    fn render_with(&self, beats: &[(usize, String)]) -> (String, String) {
         let mut csv = String::from(CSV_HEADER);
         csv.push('\n');
         let mut md = self.intro.clone();
-        let beats = self.private_beats_baseline();
         if !beats.is_empty() {
             md.push_str("\n**⚠ A private cell beats its non-private baseline — a bug or a protocol difference, not a privacy gain:**\n\n");
-            for b in &beats {
+            for (_, b) in beats {
                 writeln!(md, "- **{b}**").expect("string");
             }
         }
         md.push_str("\n| table | model | setting | metric | runs | ours | ± | paper | ± | within | note |\n|---|---|---|---|---:|---:|---:|---:|---:|---|---|\n");
-        for c in &self.cells.0 {
+        for (i, c) in self.cells.0.iter().enumerate() {
             let (mean, ci) = mean_ci95(&c.values);
             let within = c.paper.map(|p| (self.within)(mean, ci, &p));
             let note = match within {
-                Some(false) => (self.explain)(c, mean).unwrap_or_else(|| UNEXPLAINED.to_string()).replace(',', ";").replace('|', "/"),
+                Some(false) => (self.explain)(c, mean).unwrap_or_else(|| UNEXPLAINED.to_string()),
+                _ if beats.iter().any(|(b, _)| *b == i) => (self.above_baseline)(c).unwrap_or_else(|| ABOVE_BASELINE.to_string()),
                 _ => String::new(),
-            };
+            }
+            .replace(',', ";")
+            .replace('|', "/");
             let paper = c.paper.map_or(String::new(), |p| format!("{}", p.mean));
             let paper_ci = c.paper.and_then(|p| p.ci95).map_or(String::new(), |x| format!("{x}"));
             let within = within.map_or(String::new(), |w| w.to_string());
@@ -375,10 +394,11 @@ impl Report<'_> {
     /// Write both files into `dir` (claimed earlier); warn on stderr about every
     /// private cell above its baseline.
     pub fn write(&self, dir: &ResultsDir) -> Result<()> {
-        for b in self.private_beats_baseline() {
+        let beats = self.private_beats_baseline();
+        for (_, b) in &beats {
             eprintln!("warning: reproduce {} {}: {b}", self.paper, self.dataset);
         }
-        let (csv, md) = self.render();
+        let (csv, md) = self.render_with(&beats);
         dir.write("reproduce.csv", csv.as_bytes())?;
         dir.write("reproduce.md", md.as_bytes())?;
         Ok(())
@@ -450,8 +470,16 @@ mod tests {
         cells.push("t", "gcn", "eps=8", "cos_sim", 0.70, None); // no paper value
         let within = |m: f64, _ci: f64, p: &PaperValue| (m - p.mean).abs() <= 0.05;
         let explain = |c: &Cell, _m: f64| (c.setting == "eps=2").then(|| "a known, documented cause, here".to_string());
-        let report =
-            Report { paper: "p", dataset: "d", cells: &cells, intro: String::new(), within: &within, explain: &explain, timings: vec![] };
+        let report = Report {
+            paper: "p",
+            dataset: "d",
+            cells: &cells,
+            intro: String::new(),
+            within: &within,
+            explain: &explain,
+            above_baseline: &|_| None,
+            timings: vec![],
+        };
         let (csv, md) = report.render();
         let notes: Vec<&str> = csv.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
         assert_eq!(notes, ["", "a known; documented cause; here", UNEXPLAINED, ""]);
@@ -484,12 +512,19 @@ mod tests {
             intro: String::new(),
             within: &within,
             explain: &|_, _| None,
+            above_baseline: &|_| None,
             timings: vec![],
         };
         let beats = report.private_beats_baseline();
         assert_eq!(beats.len(), 1, "{beats:?}");
-        assert!(beats[0].contains("`method=a;eps_x=1;eps_y=1` scores 90.00"), "{beats:?}");
+        assert!(beats[0].1.contains("`method=a;eps_x=1;eps_y=1` scores 90.00"), "{beats:?}");
         let (csv, md) = report.render();
+        // The flagged cell, and only it, carries a note in the CSV.
+        let notes: Vec<&str> = csv.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
+        assert_eq!(notes.iter().filter(|n| !n.is_empty()).count(), 1, "{csv}");
+        assert_eq!(notes[beats[0].0], ABOVE_BASELINE.replace(',', ";"));
+        let known = Report { above_baseline: &|c| c.setting.contains("eps_y=1").then(|| "a known cause".into()), ..report };
+        assert_eq!(known.render().0.lines().nth(beats[0].0 + 1).unwrap().rsplit(',').next(), Some("a known cause"));
         assert!(
             md.contains("**⚠ A private cell beats its non-private baseline")
                 && md.contains("- **centralized / sage: private `method=a;eps_x=1;eps_y=1`"),

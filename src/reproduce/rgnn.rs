@@ -258,9 +258,40 @@ pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<Path
         FEDERATED_ROUNDS_PER_10_EPOCHS * epochs.div_ceil(10),
         epochs.min(10),
     );
-    Report { paper: "rgnn", dataset: &opts.dataset, cells: &cells, intro, within: &super::within_accuracy, explain: &explain, timings }
-        .write(&results_dir)?;
+    let above_baseline = |c: &Cell| above_baseline(&opts.dataset, c);
+    Report {
+        paper: "rgnn",
+        dataset: &opts.dataset,
+        cells: &cells,
+        intro,
+        within: &super::within_accuracy,
+        explain: &explain,
+        above_baseline: &above_baseline,
+        timings,
+    }
+    .write(&results_dir)?;
     Ok(dir)
+}
+
+/// The known cause of a private cell above its method's no-noise row (measured: see
+/// docs/reproduction.md, RGNN on the other datasets).
+fn above_baseline(dataset: &str, c: &Cell) -> Option<String> {
+    let s = c.setting.as_str();
+    if s.starts_with("method=lpgnn") {
+        Some(
+            "LPGNN without noise: with clean labels and Ky ≥ 1 the Drop loss fits only the Ky-hop smoothed predictions \
+             (docs/reproduction.md); LPGNN's own table sets Kx = Ky = 0 at ε = ∞"
+                .into(),
+        )
+    } else if s.starts_with("method=rgnn") && matches!(dataset, "facebook" | "german" | "german-nifty") {
+        Some(
+            "the code's 16 reconstruction hops oversmooth this dense graph without noise (Facebook, 3 seeds: Ky = 0 gives \
+             83.3 against 76.4; at Kx = Ky = 2 no noise 83.4 and ε = (1, 3) 81.5, in order; docs/reproduction.md)"
+                .into(),
+        )
+    } else {
+        None
+    }
 }
 
 /// The known cause of a Cora cell outside the paper's tolerance.
