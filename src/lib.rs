@@ -19,6 +19,7 @@ pub mod model;
 pub mod partition;
 pub mod presets;
 pub mod privacy;
+pub mod record;
 pub mod reproduce;
 pub mod results;
 pub mod rng;

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::figures::Figure;
 use super::spec::Matrix;
 use super::stats::{CellStats, DIVERGED_NOTE, FAILED_NOTE, Group, Provenance, Row, Table, diverged_runs, group_tables, provenance_line};
-use super::store::RunState;
+use crate::record::RunState;
 
 pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")

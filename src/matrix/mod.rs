@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::record::{self, RunState};
 pub use spec::{BuiltCell, Cell, Matrix};
-use store::RunState;
 
 use crate::backend;
 use crate::error::{Error, Result};
@@ -128,7 +128,7 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
     store::remove_leftovers(&out);
     let all = m.runs();
     let todo: Vec<(usize, u64)> =
-        all.iter().copied().filter(|&(c, s)| store::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished).collect();
+        all.iter().copied().filter(|&(c, s)| record::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished).collect();
     let skipped = all.len() - todo.len();
     let jobs = opts.jobs.unwrap_or_else(backend::available_cores).max(1);
     let show = !opts.quiet && std::io::stderr().is_terminal();

@@ -11,9 +11,9 @@ use serde_json::Value as Json;
 
 use super::spec::Matrix;
 use super::stats::*;
-use super::store::RunState;
 use super::{figures, html};
 use crate::error::{Error, Result};
+use crate::record::RunState;
 use crate::results::write_atomic;
 
 /// A number as the CSV writes it: shortest round-trip form, `inf`, empty for none/NaN.

@@ -8,65 +8,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
-use serde_json::Value as Json;
 
 use super::spec::Matrix;
-use super::store::{self, RunState};
-use crate::error::{Error, Result};
-
-/// What the report reads from one run's `metrics.json`.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunMetrics {
-    /// Global model, last round, in [0, 1].
-    pub test_accuracy: f64,
-    pub test_loss: f64,
-    pub train_loss: f64,
-    pub rounds: usize,
-    /// Every attack of the run that reported, in the scenario's order.
-    pub attacks: Vec<AttackScores>,
-    /// The largest ε any client spent (sequential composition over its defenses; ∞ when
-    /// a defense is unbounded); absent when no client spent any.
-    pub epsilon_spent: Option<f64>,
-    /// What the defenses did to the data (`metrics.json`'s privacy `effects`, e.g. edges
-    /// added and removed), summed over clients and defenses.
-    pub privacy_effects: std::collections::BTreeMap<String, f64>,
-    /// The noise multiplier σ of each client's DP training (`metrics.json`'s privacy
-    /// `noise_multiplier`), in client order; empty without DP training.
-    pub noise_multipliers: Vec<f64>,
-    /// Calibrations under which a client's ε is no DP guarantee (`metrics.json`'s privacy
-    /// `calibration`, e.g. `ec-lda-code`), each once.
-    pub calibrations: Vec<String>,
-    /// Test accuracy after each round (the training curve).
-    pub curve: Vec<f64>,
-    pub train_seconds: f64,
-    pub total_seconds: f64,
-}
-
-/// One attack's inferences, averaged over its reports.
-#[derive(Debug, Clone, Serialize)]
-pub struct AttackScores {
-    pub attack: String,
-    pub cos_sim: Option<f64>,
-    /// Jensen–Shannon divergence in nats.
-    pub js_div: Option<f64>,
-    /// The uniform guess scored on the same reports.
-    pub uniform_cos_sim: Option<f64>,
-    pub uniform_js_div: Option<f64>,
-    /// Scored against the labels the clients trained on, where a defense randomised them.
-    pub vs_trained_cos_sim: Option<f64>,
-    pub vs_trained_js_div: Option<f64>,
-}
-
-impl RunMetrics {
-    /// The training blew up: the final train or test loss is not finite.
-    pub fn diverged(&self) -> bool {
-        !self.train_loss.is_finite() || !self.test_loss.is_finite()
-    }
-
-    pub fn attack(&self, name: &str) -> Option<&AttackScores> {
-        self.attacks.iter().find(|a| a.attack == name)
-    }
-}
+use super::store;
+use crate::error::Result;
+use crate::record::{self, AttackScores, RunMetrics, RunState};
 
 /// One run of the matrix as found on disk.
 #[derive(Debug, Clone)]
@@ -83,72 +29,14 @@ pub fn collect(m: &Matrix, out: &Path) -> Result<Vec<Row>> {
         .into_iter()
         .map(|(cell, seed)| {
             let dir = store::run_dir(out, &m.cells[cell].id, seed);
-            let state = store::state(&dir);
+            let state = record::state(&dir);
             let metrics = match state {
-                RunState::Finished => Some(read_metrics(&dir.join("metrics.json"))?),
+                RunState::Finished => Some(record::read_summary(&dir.join("metrics.json"))?),
                 _ => None,
             };
             Ok(Row { cell, seed, state, metrics })
         })
         .collect()
-}
-
-fn read_metrics(path: &Path) -> Result<RunMetrics> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::data_file(path, format!("cannot read: {e}")))?;
-    let j: Json = serde_json::from_str(&text).map_err(|e| Error::data_file(path, format!("not JSON: {e}")))?;
-    let bad = |what: &str| Error::data_file(path, format!("missing or malformed `{what}` (not a metrics.json of fgl-sim)"));
-    let num = |v: &Json| v.as_f64().or_else(|| (v.as_str() == Some("inf")).then_some(f64::INFINITY));
-    let fin = &j["final"];
-    let attacks = j["attacks"]
-        .as_array()
-        .ok_or_else(|| bad("attacks"))?
-        .iter()
-        .map(|a| AttackScores {
-            attack: a["attack"].as_str().unwrap_or_default().to_string(),
-            cos_sim: a["mean"]["cos_sim"].as_f64(),
-            js_div: a["mean"]["js_nats"].as_f64(),
-            uniform_cos_sim: a["uniform_baseline"]["cos_sim"].as_f64(),
-            uniform_js_div: a["uniform_baseline"]["js_nats"].as_f64(),
-            vs_trained_cos_sim: a["mean_vs_trained_labels"]["cos_sim"].as_f64(),
-            vs_trained_js_div: a["mean_vs_trained_labels"]["js_nats"].as_f64(),
-        })
-        .collect();
-    let mut privacy_effects = std::collections::BTreeMap::new();
-    for cost in j["clients"].as_array().into_iter().flatten().flat_map(|c| c["privacy"].as_array().into_iter().flatten()) {
-        for (k, v) in cost["effects"].as_object().into_iter().flatten() {
-            *privacy_effects.entry(k.clone()).or_insert(0.0) += v.as_f64().unwrap_or(0.0);
-        }
-    }
-    let noise_multipliers = j["clients"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|c| c["privacy"].as_array().into_iter().flatten().filter_map(|p| p["noise_multiplier"].as_f64()))
-        .collect();
-    let mut calibrations: Vec<String> = j["clients"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|c| c["privacy"].as_array().into_iter().flatten().filter_map(|p| p["calibration"].as_str().map(str::to_string)))
-        .collect();
-    calibrations.sort();
-    calibrations.dedup();
-    let epsilon_spent =
-        j["clients"].as_array().ok_or_else(|| bad("clients"))?.iter().filter_map(|c| num(&c["epsilon_total"])).reduce(f64::max);
-    Ok(RunMetrics {
-        calibrations,
-        test_accuracy: num(&fin["test_accuracy"]).ok_or_else(|| bad("final.test_accuracy"))?,
-        test_loss: num(&fin["test_loss"]).unwrap_or(f64::NAN),
-        train_loss: num(&fin["train_loss"]).unwrap_or(f64::NAN),
-        rounds: fin["round"].as_u64().ok_or_else(|| bad("final.round"))? as usize,
-        attacks,
-        privacy_effects,
-        noise_multipliers,
-        epsilon_spent: epsilon_spent.filter(|&e| e > 0.0),
-        curve: j["rounds"].as_array().ok_or_else(|| bad("rounds"))?.iter().map(|r| num(&r["test_accuracy"]).unwrap_or(f64::NAN)).collect(),
-        train_seconds: num(&j["timings"]["train_seconds"]).unwrap_or(f64::NAN),
-        total_seconds: num(&j["timings"]["total_ms"]).map_or(f64::NAN, |ms| ms / 1e3),
-    })
 }
 
 /// The columns of `cells.csv` after the parameter columns and `seed`; the last two are

@@ -8,32 +8,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::record::{RunState, state};
 use crate::results::write_atomic;
-
-/// What a run's directory holds.
-#[derive(Debug, Clone, PartialEq)]
-pub enum RunState {
-    /// `metrics.json`: the run finished.
-    Finished,
-    /// `error.txt`: the run failed with this message (a rerun tries it again).
-    Failed(String),
-    /// Nothing yet.
-    Missing,
-}
 
 /// `<out>/cells/<id>/seed=<seed>`.
 pub fn run_dir(out: &Path, id: &str, seed: u64) -> PathBuf {
     out.join("cells").join(id).join(format!("seed={seed}"))
-}
-
-pub fn state(dir: &Path) -> RunState {
-    if dir.join("metrics.json").is_file() {
-        RunState::Finished
-    } else if let Ok(e) = fs::read_to_string(dir.join("error.txt")) {
-        RunState::Failed(e.trim_end().to_string())
-    } else {
-        RunState::Missing
-    }
 }
 
 /// Write `files` as run directory `dir` in one step: into a hidden sibling first, then

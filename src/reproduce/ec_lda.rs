@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::{Cells, PaperValue, Report};
 use crate::error::{Error, Result};
-use crate::matrix::stats::{AttackScores, RunMetrics};
+use crate::record::{AttackScores, RunMetrics};
 use crate::run::RunOptions;
 use crate::scenario::Scenario;
 

@@ -25,9 +25,8 @@ use rand::Rng as _;
 pub use ec_lda::{EcLdaOptions, EcLdaPart, MODELS};
 
 use crate::error::{Error, Result};
-use crate::matrix::stats::RunMetrics;
-use crate::matrix::store::RunState;
 use crate::matrix::{BuiltCell, Matrix, MatrixOptions};
+use crate::record::{RunMetrics, RunState};
 use crate::results::{self, ResultsDir};
 use crate::rng;
 use crate::run::RunOptions;

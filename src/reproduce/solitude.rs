@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use super::{Cells, PaperValue, Report, Setting, TableOptions, eps, setting};
 use crate::error::Result;
-use crate::matrix::stats::RunMetrics;
+use crate::record::RunMetrics;
 use crate::run::RunOptions;
 
 /// The embedded base scenario.
