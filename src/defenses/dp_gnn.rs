@@ -504,7 +504,6 @@ impl LocalTrainer for DpGnn {
             let multiplier = ec_lda_code::sigma_multiplier(max_degree, layers).ok()?;
             let clip = self.ec_lda_code_clip();
             return Some(PrivacyCost {
-                defense: String::new(),
                 protects: format!(
                     "no guarantee at this ε: the EC-LDA code's DP calibration, not (ε, δ)-DP (REFERENCE §1.4). ε is what its accountant reports for {} unsampled Gaussian steps with σ = {} (orders 2–63, 128, 256, 512; {} training nodes a step, drawn with replacement); the noise is C·σ·(D^L − 1)/(D − 1) = {clip}·{}·{multiplier} on the sum of running-sum-clipped gradients accumulated without zeroing (D = {max_degree}, {layers} layer(s), {} edges removed by degree clipping); DP-GNN's analysis needs σ·2·{} of noise",
                     plan.steps_per_round * rounds as u64,
@@ -522,7 +521,6 @@ impl LocalTrainer for DpGnn {
             });
         }
         Some(PrivacyCost {
-            defense: String::new(),
             protects: format!(
                 "every node of the client's graph (features, label, edges): node-level (ε, δ)-DP (DP-GNN: N = {nodes} training nodes, D = {max_degree}, {layers} layer(s), B = {batch}, σ = {:.4}, {} steps, {} dropped by degree bounding; RDP order {}, {} conversion)",
                 plan.sigma,

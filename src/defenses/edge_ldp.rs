@@ -174,7 +174,6 @@ impl PerturbEdges {
             effects.insert("noisy_edges_fake".to_string(), if p.directed { fake } else { fake / 2 } as f64);
         }
         PrivacyCost {
-            defense: String::new(),
             protects: format!(
                 "each node's adjacency row within the client: ε-edge-LDP per adjacency bit (Warner RR; graph read as {})",
                 match self.cfg.symmetrize {

@@ -171,7 +171,6 @@ impl LabelDp {
             (_, p, s) => format!("RR-with-prior in {s} stages, first prior: {}, then the received global model", p.name()),
         };
         PrivacyCost {
-            defense: String::new(),
             protects: format!("labels of train and validation nodes: ε-label-DP per label ({how}); each label randomised once"),
             epsilon: self.config.epsilon.value(),
             delta: 0.0,

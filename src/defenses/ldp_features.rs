@@ -222,7 +222,7 @@ impl PerturbFeatures {
 impl DataTransform for PerturbFeatures {
     fn apply(&self, _client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
         self.perturb(data, rng)?;
-        Ok(self.guarantee().map(|(protects, epsilon, delta)| PrivacyCost { defense: String::new(), protects, epsilon, delta, ..Default::default() }))
+        Ok(self.guarantee().map(|(protects, epsilon, delta)| PrivacyCost { protects, epsilon, delta, ..Default::default() }))
     }
 }
 

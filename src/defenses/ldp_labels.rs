@@ -61,7 +61,6 @@ impl DataTransform for RandomizeLabels {
     fn apply(&self, _client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
         self.randomize(data, rng)?;
         Ok(Some(PrivacyCost {
-            defense: String::new(),
             protects: "labels of train and validation nodes: ε-LDP per label (randomized response)".into(),
             epsilon: self.epsilon.value(),
             delta: 0.0,

@@ -111,7 +111,6 @@ impl LocalTrainer for LdpUpdateConfig {
             }
         };
         Some(PrivacyCost {
-            defense: String::new(),
             protects: format!(
                 "the client's whole local dataset, (ε, δ)-LDP over its {rounds} update(s): each clipped to L2 ≤ {} and noised with σ = {}",
                 self.clip, self.noise_multiplier

@@ -113,7 +113,6 @@ impl DataTransform for LpgnnData {
         self.labels.randomize(data, rng)?;
         data.feature_kprop += self.kx;
         Ok(Some(PrivacyCost {
-            defense: String::new(),
             protects: "node features and the labels of train and validation nodes: ε-LDP per node (ε = ε_x + ε_y)".into(),
             epsilon: self.epsilon,
             delta: 0.0,

@@ -223,7 +223,6 @@ impl DataTransform for Rgnn {
             self.bags.lock().expect("bags").insert(client, bags);
         }
         Ok(Some(PrivacyCost {
-            defense: String::new(),
             protects: format!(
                 "{feature_note} and the labels of train and validation nodes (RR, ε_y = {}): ε-LDP per node, ε = m·ε_x + ε_y",
                 c.epsilon_y.value()

@@ -349,7 +349,6 @@ impl LocalTrainer for Calibration {
             ("calibration_mean_weight_true".to_string(), a.mean_weight(Some(false))),
         ]);
         Some(PrivacyCost {
-            defense: String::new(),
             protects: "graph calibration of the reported graph (learned adjacency): post-processing, no further privacy spent; counts are CSR entries (arcs)".into(),
             epsilon: 0.0,
             delta: 0.0,

@@ -89,7 +89,8 @@ pub fn serialize_epsilon<S: serde::Serializer>(eps: &f64, s: S) -> Result<S::Ok,
 /// `clients[i].privacy`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct PrivacyCost {
-    /// The defense, by its name in the scenario.
+    /// The defense, by its name in the scenario: stamped by the client pipeline, so a
+    /// defense leaves it empty (`..Default::default()`).
     pub defense: String,
     /// What the guarantee protects and in which model, e.g. "labels of train and
     /// validation nodes, ε-LDP per node".
