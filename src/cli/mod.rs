@@ -1,16 +1,18 @@
 //! The command-line interface: thin wrappers that parse arguments and call the library.
 
+mod datasets;
+mod matrix;
+mod partition;
+mod privacy;
+
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
-use serde_json::json;
 
 use crate::backend::Backend;
-use crate::data::{Split, SplitRatios, registry};
+use crate::data::registry;
 use crate::error::{Error, Result};
-use crate::partition::{self, Method, PartitionConfig};
-use crate::privacy::accountant::{self, Mechanism};
-use crate::rng;
+use crate::partition::{Method, PartitionConfig};
 use crate::run::{self, RunOptions};
 use crate::scenario::{Scenario, yaml_name};
 
@@ -175,73 +177,8 @@ enum Command {
     /// (DP-GNN's multi-term RDP accountant, or DP-SGD's subsampled Gaussian; see docs/privacy.md).
     Privacy {
         #[command(subcommand)]
-        action: PrivacyAction,
+        action: privacy::PrivacyAction,
     },
-}
-
-#[derive(Subcommand, Debug)]
-enum PrivacyAction {
-    /// The (ε, δ) spent by `--steps` steps with noise multiplier `--sigma`.
-    Epsilon {
-        /// Noise multiplier σ (noise std / sensitivity; for dp-gnn the sensitivity is 2K·‖C‖).
-        #[arg(long, allow_negative_numbers = true)]
-        sigma: f64,
-        #[command(flatten)]
-        acc: AccountantArgs,
-    },
-    /// The smallest σ whose ε is at most `--target-epsilon`, and the ε it spends.
-    Sigma {
-        #[arg(long, allow_negative_numbers = true)]
-        target_epsilon: f64,
-        #[command(flatten)]
-        acc: AccountantArgs,
-    },
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum AccountantKind {
-    /// DP-GNN's multi-term accountant: needs --nodes, --max-degree, --layers, --batch.
-    DpGnn,
-    /// Poisson-subsampled Gaussian (DP-SGD): needs --sample-rate and --delta.
-    DpSgd,
-}
-
-/// What both privacy commands take.
-#[derive(Args, Debug)]
-struct AccountantArgs {
-    #[arg(long, value_enum)]
-    accountant: AccountantKind,
-    /// dp-gnn: training nodes N.
-    #[arg(long)]
-    nodes: Option<usize>,
-    /// dp-gnn: in-degree bound D (≥ 1).
-    #[arg(long)]
-    max_degree: Option<usize>,
-    /// dp-gnn: message-passing layers (1 or 2).
-    #[arg(long)]
-    layers: Option<usize>,
-    /// dp-gnn: batch size B (nodes per step, ≤ N).
-    #[arg(long)]
-    batch: Option<usize>,
-    /// dp-sgd: sampling rate q ∈ (0, 1].
-    #[arg(long)]
-    sample_rate: Option<f64>,
-    /// Training steps.
-    #[arg(long)]
-    steps: u64,
-    /// δ (dp-gnn default: 1/(10·N); required for dp-sgd).
-    #[arg(long)]
-    delta: Option<f64>,
-    /// RDP → (ε, δ) conversion.
-    #[arg(long, value_enum, default_value = "improved")]
-    conversion: accountant::Conversion,
-    /// RDP orders: `default` (1.02 … 512), `dp-gnn-code` (the DP-GNN code's: 1.1 … 9.9 for dp-gnn,
-    /// 1.1 … 199.9 for dp-sgd) or a comma-separated list.
-    #[arg(long, default_value = "default")]
-    orders: String,
-    /// Print one JSON object.
-    #[arg(long)]
-    json: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -525,75 +462,6 @@ pub fn main() -> i32 {
     }
 }
 
-fn matrix_cmd(m: &crate::matrix::Matrix, opts: &crate::matrix::MatrixOptions, dry_run: bool, emit_jobs: bool, collect: bool) -> Result<()> {
-    use crate::matrix::{self, stats};
-    let out = opts.out_dir(m);
-    if dry_run {
-        let plan = matrix::plan(m, opts)?;
-        println!(
-            "matrix `{}`: {} cells × {} seed(s) = {} runs; results in {}",
-            m.name,
-            m.cells.len(),
-            m.seeds.len(),
-            m.runs().len(),
-            out.display()
-        );
-        println!("{:>10}  {:>5}  cell", "est. time", "to do");
-        let fmt =
-            |t: Option<f64>| t.map_or("?".to_string(), |t| if t < 120.0 { format!("{t:.0} s") } else { format!("{:.1} min", t / 60.0) });
-        for (id, todo, t) in &plan.lines {
-            println!("{:>10}  {:>5}  {id}", fmt(*t), todo);
-        }
-        let jobs = opts.jobs.unwrap_or_else(crate::backend::available_cores);
-        println!(
-            "estimated wall time with {jobs} run(s) at once: {} (rough: {} finished run(s) measured, the rest from a cost model; `?`: dataset not loadable here)",
-            fmt(plan.total_seconds),
-            plan.measured
-        );
-        return Ok(());
-    }
-    if emit_jobs {
-        let e = matrix::jobs::emit(m, &out, opts.data_dir.as_deref())?;
-        println!(
-            "{} commands written to {}/commands.txt (with slurm.sh and k8s-job.yaml); run them anywhere that sees {}, then `fgl-sim matrix {} --collect{}`",
-            e.commands,
-            e.dir.display(),
-            out.display(),
-            m.file.display(),
-            opts.out.as_ref().map_or(String::new(), |o| format!(" --out {}", o.display()))
-        );
-        return Ok(());
-    }
-    if collect {
-        let (out, rows) = matrix::collect(m, opts)?;
-        let (fin, failed, missing) = stats::counts(&rows);
-        println!(
-            "report of {} runs ({fin} finished, {failed} failed, {missing} missing) written to {}/report.html",
-            rows.len(),
-            out.display()
-        );
-        return Ok(());
-    }
-    let o = matrix::run(m, opts)?;
-    let peak = crate::backend::peak_rss_mib().map_or(String::new(), |mb| format!(", peak memory {mb:.0} MiB"));
-    println!(
-        "{} run(s) in {:.1} s ({} already finished){peak}; report written to {}/report.html",
-        o.ran,
-        o.wall_seconds,
-        o.skipped,
-        o.out.display()
-    );
-    if o.failed > 0 {
-        return Err(Error::Other(format!(
-            "{} of {} run(s) failed; their errors are in {}/report.md and cells.csv; rerun the same command to retry them",
-            o.failed,
-            o.ran,
-            o.out.display()
-        )));
-    }
-    Ok(())
-}
-
 fn data_dir(arg: &DataDirArg) -> Option<PathBuf> {
     registry::resolve_data_dir(arg.data_dir.as_deref())
 }
@@ -619,7 +487,7 @@ fn dispatch(command: Command) -> Result<()> {
             }
             let m = crate::matrix::Matrix::load(&file)?;
             let opts = crate::matrix::MatrixOptions { data_dir: data_dir(&data), out, jobs, quiet };
-            matrix_cmd(&m, &opts, dry_run, emit_jobs, collect)
+            matrix::matrix_cmd(&m, &opts, dry_run, emit_jobs, collect)
         }
         Command::Scenario { action: ScenarioAction::Check { files, set, data } } => {
             for file in &files {
@@ -635,9 +503,9 @@ fn dispatch(command: Command) -> Result<()> {
             print!("{}", crate::presets::describe_all());
             Ok(())
         }
-        Command::Datasets { action: None, data, json } => datasets(data_dir(&data).as_deref(), json),
+        Command::Datasets { action: None, data, json } => datasets::datasets(data_dir(&data).as_deref(), json),
         Command::Datasets { action: Some(DatasetsAction::Fetch { names, all, data_dir, mirror, attempts, quiet }), .. } => {
-            fetch_cmd(names, all, data_dir, mirror, attempts, quiet)
+            datasets::fetch_cmd(names, all, data_dir, mirror, attempts, quiet)
         }
         Command::Completions { shell } => {
             print!("{}", completions(shell));
@@ -645,7 +513,7 @@ fn dispatch(command: Command) -> Result<()> {
         }
         Command::Partition { dataset, clients, method, seed, delta, alpha, data, json } => {
             let cfg = PartitionConfig { method, clients, delta, alpha, ..PartitionConfig::default() };
-            partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
+            partition::partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
         }
         Command::Reproduce { paper: Paper::EcLda { dataset, seeds, rounds, mut parts, common } } => {
             use crate::reproduce::EcLdaPart;
@@ -674,7 +542,7 @@ fn dispatch(command: Command) -> Result<()> {
             crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() },
             &common,
         ),
-        Command::Privacy { action } => privacy_cmd(action).map_err(|e| match e {
+        Command::Privacy { action } => privacy::privacy_cmd(action).map_err(|e| match e {
             // The parameters are named after the flags.
             Error::Param { name, msg } if !name.starts_with("--") => Error::param(format!("--{}", name.replace('_', "-")), msg),
             other => other,
@@ -711,246 +579,5 @@ fn in_file(e: Error, file: &Path) -> Error {
     match e {
         Error::Param { name, msg } => Error::Scenario { file: file.display().to_string(), field: name, msg },
         other => other,
-    }
-}
-
-fn datasets(dir: Option<&Path>, as_json: bool) -> Result<()> {
-    let synthetic = Default::default();
-    let mut rows = Vec::new();
-    for spec in registry::known() {
-        let (status, stats) = match registry::load(spec.name, dir, &synthetic, 0) {
-            Ok(ds) => ("ok".to_string(), Some((ds.stats(), ds.notes))),
-            Err(e) => (format!("not loaded: {e}"), None),
-        };
-        rows.push((spec, status, stats));
-    }
-    if as_json {
-        let list: Vec<_> = rows
-            .iter()
-            .map(|(spec, status, stats)| {
-                json!({ "name": spec.name, "expected": location(spec, dir), "description": spec.description, "status": status,
-                        "stats": stats.as_ref().map(|s| &s.0), "notes": stats.as_ref().map(|s| &s.1) })
-            })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&list).expect("json"));
-        return Ok(());
-    }
-    match dir {
-        Some(d) => println!("data directory: {}", d.display()),
-        None => println!("data directory: not found (pass --data-dir or set {})", registry::DATA_DIR_ENV),
-    }
-    println!(
-        "{:<19} {:>6} {:>7} {:>6} {:>5} {:>14} {:>13} {:>4}  status / expected at",
-        "name", "nodes", "edges", "loops", "isol", "LCC nodes/edg", "features", "cls"
-    );
-    for (spec, status, stats) in &rows {
-        match stats {
-            Some((s, notes)) => {
-                let feat = match (s.feature_dim, s.feature_kind) {
-                    (Some(d), Some(k)) => format!("{d} {k:?}").to_lowercase(),
-                    _ => "none".to_string(),
-                };
-                println!(
-                    "{:<19} {:>6} {:>7} {:>6} {:>5} {:>14} {:>13} {:>4}  ok  {}",
-                    spec.name,
-                    s.nodes,
-                    s.edges,
-                    s.self_loops,
-                    s.isolated,
-                    format!("{}/{}", s.lcc_nodes, s.lcc_edges),
-                    feat,
-                    s.classes,
-                    location(spec, dir)
-                );
-                for n in notes {
-                    println!("{:<19} note: {n}", "");
-                }
-            }
-            None => println!("{:<19} {status}", spec.name),
-        }
-    }
-    Ok(())
-}
-
-fn fetch_cmd(names: Vec<String>, all: bool, dir: Option<PathBuf>, mirror: Vec<String>, attempts: u32, quiet: bool) -> Result<()> {
-    use crate::data::fetch::{self, FetchOptions, Outcome};
-    let dir = fetch::default_target(dir.as_deref())?;
-    let mut opts = FetchOptions { attempts, quiet, ..FetchOptions::default() };
-    if !mirror.is_empty() {
-        opts.mirrors = mirror;
-    }
-    let names: Vec<&str> = if all { fetch::fetchable() } else { names.iter().map(String::as_str).collect() };
-    let done = fetch::fetch(&names, &dir, &opts)?;
-    if !quiet {
-        for (f, outcome) in &done.files {
-            match outcome {
-                Outcome::Present => println!("present   {} (sha256 verified)", dir.join(f.path).display()),
-                Outcome::Downloaded { bytes } => {
-                    println!("fetched   {} ({bytes} bytes received, sha256 verified)", dir.join(f.path).display())
-                }
-            }
-        }
-        for path in &done.built {
-            println!("built     {} (from the files above)", dir.join(path).display());
-        }
-        println!("{} ready in {}", names.join(", "), dir.display());
-    }
-    Ok(())
-}
-
-/// Where `spec`'s first file is expected (the rest sit beside it).
-fn location(spec: &registry::DatasetSpec, dir: Option<&Path>) -> String {
-    match (spec.files.first(), dir) {
-        (None, _) => "(generated, no files)".to_string(),
-        (Some(f), Some(d)) => d.join(f).display().to_string(),
-        (Some(f), None) => format!("<data dir>/{f}"),
-    }
-}
-
-fn partition_cmd(name: &str, cfg: &PartitionConfig, seed: u64, dir: Option<&Path>, as_json: bool) -> Result<()> {
-    let dataset = registry::load(name, dir, &Default::default(), seed)?;
-    cfg.validate(&dataset).map_err(|e| match e {
-        // The flags are named after the scenario fields; say which flag.
-        Error::Param { name, msg } => Error::param(format!("--{}", name.trim_start_matches("partition.")), msg),
-        other => other,
-    })?;
-    let p = partition::partition(&dataset, cfg, seed)?;
-    let (clients, dropped) = p.clients(&dataset.graph);
-    let split = Split::random(&dataset.labels, SplitRatios::default(), &mut rng::derive(seed, "split", &[]));
-    let reports = partition::report(&dataset, &clients, &split);
-    if as_json {
-        let out = json!({
-            "dataset": dataset.name, "method": format!("{:?}", cfg.method).to_lowercase(), "seed": seed,
-            "communities": p.communities, "modularity": p.modularity,
-            "unassigned_nodes": p.assignment.iter().filter(|a| a.is_none()).count(),
-            "clients": reports, "dropped_edges": dropped.cross_client, "dropped_edges_detail": dropped,
-            "assignment": p.assignment,
-        });
-        println!("{}", serde_json::to_string_pretty(&out).expect("json"));
-    } else {
-        let covered: usize = reports.iter().map(|r| r.nodes).sum();
-        println!(
-            "{} on `{}` (seed {seed}): {} clients covering {covered} of {} nodes; cross-client edges dropped: {}",
-            format!("{:?}", cfg.method).to_lowercase(),
-            dataset.name,
-            clients.len(),
-            dataset.num_nodes(),
-            dropped.cross_client
-        );
-        if let (Some(c), Some(q)) = (p.communities, p.modularity) {
-            println!("louvain: {c} communities, modularity {q:.4}");
-        }
-        println!("split: random 50/25/25 of labelled nodes (seed {seed})\n");
-        print!("{}", run::client_table(&dataset, &reports));
-    }
-    Ok(())
-}
-
-fn privacy_cmd(action: PrivacyAction) -> Result<()> {
-    let (sigma, target, acc) = match action {
-        PrivacyAction::Epsilon { sigma, acc } => (Some(sigma), None, acc),
-        PrivacyAction::Sigma { target_epsilon, acc } => (None, Some(target_epsilon), acc),
-    };
-    let need = |flag: &str, v: Option<usize>| {
-        v.ok_or_else(|| Error::param(flag, format!("required by --accountant {}", accountant_name(acc.accountant))))
-    };
-    let unused = |flag: &str, given: bool| {
-        if given { Err(Error::param(flag, format!("does not apply to --accountant {}", accountant_name(acc.accountant)))) } else { Ok(()) }
-    };
-    let (mech, delta) = match acc.accountant {
-        AccountantKind::DpGnn => {
-            unused("--sample-rate", acc.sample_rate.is_some())?;
-            let nodes = need("--nodes", acc.nodes)?;
-            let mech = Mechanism::DpGnn {
-                nodes,
-                max_degree: need("--max-degree", acc.max_degree)?,
-                layers: need("--layers", acc.layers)?,
-                batch: need("--batch", acc.batch)?,
-            };
-            (mech, acc.delta.unwrap_or_else(|| accountant::default_delta(nodes)))
-        }
-        AccountantKind::DpSgd => {
-            for (flag, given) in
-                [("--nodes", acc.nodes), ("--max-degree", acc.max_degree), ("--layers", acc.layers), ("--batch", acc.batch)]
-            {
-                unused(flag, given.is_some())?;
-            }
-            let q = acc.sample_rate.ok_or_else(|| Error::param("--sample-rate", "required by --accountant dp-sgd"))?;
-            (Mechanism::DpSgd { sample_rate: q }, acc.delta.ok_or_else(|| Error::param("--delta", "required by --accountant dp-sgd"))?)
-        }
-    };
-    mech.validate()?;
-    let orders = match acc.orders.trim() {
-        "default" => accountant::default_orders(),
-        "dp-gnn-code" => accountant::dpgnn_code_orders(&mech),
-        list => list
-            .split(',')
-            .map(|x| {
-                x.trim().parse::<f64>().map_err(|_| {
-                    Error::param(
-                        "--orders",
-                        format!("`{x}` is not a number: give `default`, `dp-gnn-code` or numbers > 1 separated by commas"),
-                    )
-                })
-            })
-            .collect::<Result<Vec<_>>>()?,
-    };
-    let (sigma, spent) = match (sigma, target) {
-        (Some(s), _) => (s, accountant::epsilon(&mech, s, acc.steps, delta, acc.conversion, &orders)?),
-        (None, Some(t)) => accountant::sigma_for_epsilon(&mech, t, acc.steps, delta, acc.conversion, &orders)?,
-        (None, None) => unreachable!("one of the two commands"),
-    };
-    let edge =
-        orders.iter().copied().fold(f64::NAN, f64::max) == spent.order || orders.iter().copied().fold(f64::NAN, f64::min) == spent.order;
-    if acc.json {
-        let mut out = serde_json::to_value(mech).expect("json");
-        let o = out.as_object_mut().expect("object");
-        if let Mechanism::DpGnn { max_degree, layers, .. } = mech {
-            o.insert("max_terms".into(), json!(accountant::max_terms_per_node(max_degree, layers)?));
-        }
-        if let Some(t) = target {
-            o.insert("target_epsilon".into(), json!(t));
-        }
-        o.insert("sigma".into(), json!(sigma));
-        o.insert("steps".into(), json!(acc.steps));
-        o.insert(
-            "orders".into(),
-            if matches!(acc.orders.trim(), "default" | "dp-gnn-code") { json!(acc.orders.trim()) } else { json!(orders) },
-        );
-        for (k, v) in serde_json::to_value(spent).expect("json").as_object().expect("object") {
-            o.insert(k.clone(), v.clone());
-        }
-        o.insert("order_at_grid_edge".into(), json!(edge));
-        println!("{}", serde_json::to_string_pretty(&out).expect("json"));
-        return Ok(());
-    }
-    let what = match mech {
-        Mechanism::DpGnn { nodes, max_degree, layers, batch } => format!(
-            "dp-gnn: N = {nodes} training nodes, D = {max_degree}, {layers} layer(s) → K = {} terms per node, batch B = {batch}",
-            accountant::max_terms_per_node(max_degree, layers)?
-        ),
-        Mechanism::DpSgd { sample_rate } => format!("dp-sgd: Poisson sampling rate q = {sample_rate}"),
-    };
-    println!("{what}, {} steps", acc.steps);
-    let eps = if spent.epsilon.is_finite() { format!("{:.6}", spent.epsilon) } else { "∞".into() };
-    let order = (spent.order * 1e6).round() / 1e6;
-    match target {
-        Some(t) => println!(
-            "σ = {sigma:.6} for ε ≤ {t}: spends ε = {eps} at δ = {:e} (RDP order α = {order}, {} conversion)",
-            spent.delta,
-            spent.conversion.name()
-        ),
-        None => println!("σ = {sigma}: ε = {eps} at δ = {:e} (RDP order α = {order}, {} conversion)", spent.delta, spent.conversion.name()),
-    }
-    if edge {
-        println!("note: the optimal order is at the edge of the order grid; other orders (--orders) may give a smaller ε");
-    }
-    Ok(())
-}
-
-fn accountant_name(kind: AccountantKind) -> &'static str {
-    match kind {
-        AccountantKind::DpGnn => "dp-gnn",
-        AccountantKind::DpSgd => "dp-sgd",
     }
 }

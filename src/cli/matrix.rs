@@ -1,0 +1,79 @@
+//! `fgl-sim matrix FILE`: run, estimate (`--dry-run`), emit jobs or collect a matrix,
+//! and say where its report is.
+
+use crate::error::{Error, Result};
+
+pub(super) fn matrix_cmd(
+    m: &crate::matrix::Matrix,
+    opts: &crate::matrix::MatrixOptions,
+    dry_run: bool,
+    emit_jobs: bool,
+    collect: bool,
+) -> Result<()> {
+    use crate::matrix::{self, stats};
+    let out = opts.out_dir(m);
+    if dry_run {
+        let plan = matrix::plan(m, opts)?;
+        println!(
+            "matrix `{}`: {} cells × {} seed(s) = {} runs; results in {}",
+            m.name,
+            m.cells.len(),
+            m.seeds.len(),
+            m.runs().len(),
+            out.display()
+        );
+        println!("{:>10}  {:>5}  cell", "est. time", "to do");
+        let fmt =
+            |t: Option<f64>| t.map_or("?".to_string(), |t| if t < 120.0 { format!("{t:.0} s") } else { format!("{:.1} min", t / 60.0) });
+        for (id, todo, t) in &plan.lines {
+            println!("{:>10}  {:>5}  {id}", fmt(*t), todo);
+        }
+        let jobs = opts.jobs.unwrap_or_else(crate::backend::available_cores);
+        println!(
+            "estimated wall time with {jobs} run(s) at once: {} (rough: {} finished run(s) measured, the rest from a cost model; `?`: dataset not loadable here)",
+            fmt(plan.total_seconds),
+            plan.measured
+        );
+        return Ok(());
+    }
+    if emit_jobs {
+        let e = matrix::jobs::emit(m, &out, opts.data_dir.as_deref())?;
+        println!(
+            "{} commands written to {}/commands.txt (with slurm.sh and k8s-job.yaml); run them anywhere that sees {}, then `fgl-sim matrix {} --collect{}`",
+            e.commands,
+            e.dir.display(),
+            out.display(),
+            m.file.display(),
+            opts.out.as_ref().map_or(String::new(), |o| format!(" --out {}", o.display()))
+        );
+        return Ok(());
+    }
+    if collect {
+        let (out, rows) = matrix::collect(m, opts)?;
+        let (fin, failed, missing) = stats::counts(&rows);
+        println!(
+            "report of {} runs ({fin} finished, {failed} failed, {missing} missing) written to {}/report.html",
+            rows.len(),
+            out.display()
+        );
+        return Ok(());
+    }
+    let o = matrix::run(m, opts)?;
+    let peak = crate::backend::peak_rss_mib().map_or(String::new(), |mb| format!(", peak memory {mb:.0} MiB"));
+    println!(
+        "{} run(s) in {:.1} s ({} already finished){peak}; report written to {}/report.html",
+        o.ran,
+        o.wall_seconds,
+        o.skipped,
+        o.out.display()
+    );
+    if o.failed > 0 {
+        return Err(Error::Other(format!(
+            "{} of {} run(s) failed; their errors are in {}/report.md and cells.csv; rerun the same command to retry them",
+            o.failed,
+            o.ran,
+            o.out.display()
+        )));
+    }
+    Ok(())
+}
