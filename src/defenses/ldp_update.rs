@@ -112,7 +112,8 @@ impl LocalTrainer for LdpUpdateConfig {
         };
         Some(PrivacyCost {
             protects: format!(
-                "the client's whole local dataset, (ε, δ)-LDP over its {rounds} update(s): each clipped to L2 ≤ {} and noised with σ = {}",
+                "the client's whole local dataset, (ε, δ)-LDP over its {rounds} update(s): each clipped to L2 ≤ {} and noised with σ = {} \
+                 (not against a server granted gradient access, which reads the exact gradient)",
                 self.clip, self.noise_multiplier
             ),
             epsilon,
