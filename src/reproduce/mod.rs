@@ -328,19 +328,16 @@ impl Report<'_> {
         out
     }
 
-    /// `reproduce.csv` and `reproduce.md`.
-    pub fn render(&self) -> (String, String) {
-        self.render_with(&self.private_beats_baseline())
-    }
-
-    /// [`Report::render`] given [`Report::private_beats_baseline`]'s findings.
-    fn render_with(&self, beats: &[(usize, String)]) -> (String, String) {
+    /// `reproduce.csv`, `reproduce.md`, and the guard's findings
+    /// ([`Report::private_beats_baseline`], one line each) for the terminal.
+    pub fn render(&self) -> (String, String, Vec<String>) {
+        let beats = self.private_beats_baseline();
         let mut csv = String::from(CSV_HEADER);
         csv.push('\n');
         let mut md = self.intro.clone();
         if !beats.is_empty() {
             md.push_str("\n**⚠ A private cell beats its non-private baseline — a bug or a protocol difference, not a privacy gain:**\n\n");
-            for (_, b) in beats {
+            for (_, b) in &beats {
                 writeln!(md, "- **{b}**").expect("string");
             }
         }
@@ -387,17 +384,16 @@ impl Report<'_> {
                 writeln!(md, "- {part}: {s:.1} s").expect("string");
             }
         }
-        (csv, md)
+        (csv, md, beats.into_iter().map(|(_, b)| b).collect())
     }
 
     /// Write both files into `dir` (claimed earlier); warn on stderr about every
     /// private cell above its baseline.
     pub fn write(&self, dir: &ResultsDir) -> Result<()> {
-        let beats = self.private_beats_baseline();
-        for (_, b) in &beats {
-            eprintln!("warning: reproduce {} {}: {b}", self.paper, self.dataset);
+        let (csv, md, warnings) = self.render();
+        for w in &warnings {
+            eprintln!("warning: reproduce {} {}: {w}", self.paper, self.dataset);
         }
-        let (csv, md) = self.render_with(&beats);
         dir.write("reproduce.csv", csv.as_bytes())?;
         dir.write("reproduce.md", md.as_bytes())?;
         Ok(())
@@ -479,7 +475,7 @@ mod tests {
             above_baseline: &|_| None,
             timings: vec![],
         };
-        let (csv, md) = report.render();
+        let (csv, md, _) = report.render();
         let notes: Vec<&str> = csv.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
         assert_eq!(notes, ["", "a known; documented cause; here", UNEXPLAINED, ""]);
         assert!(csv.lines().all(|l| l.split(',').count() == CSV_HEADER.split(',').count()), "{csv}");
@@ -517,7 +513,7 @@ mod tests {
         let beats = report.private_beats_baseline();
         assert_eq!(beats.len(), 1, "{beats:?}");
         assert!(beats[0].1.contains("`method=a;eps_x=1;eps_y=1` scores 90.00"), "{beats:?}");
-        let (csv, md) = report.render();
+        let (csv, md, _) = report.render();
         // The flagged cell, and only it, carries a note in the CSV.
         let notes: Vec<&str> = csv.lines().skip(1).map(|l| l.rsplit(',').next().unwrap()).collect();
         assert_eq!(notes.iter().filter(|n| !n.is_empty()).count(), 1, "{csv}");
