@@ -26,11 +26,12 @@ fn manifest() -> String {
 
 #[test]
 fn every_dependency_comes_from_the_registry() {
-    let local: Vec<_> = locked().into_iter().filter(|(n, _, s)| n != "fgl-sim" && s.is_none()).collect();
+    let locked = locked();
+    let local: Vec<_> = locked.iter().filter(|(n, _, s)| n != "fgl-sim" && s.is_none()).collect();
     assert!(local.is_empty(), "crates not from crates.io (vendored or by path): {local:?}");
     assert!(!Path::new(env!("CARGO_MANIFEST_DIR")).join("vendor").exists(), "vendor/ is back");
     assert!(!manifest().contains("[patch"), "Cargo.toml patches a crate");
-    let bad: Vec<_> = locked().into_iter().filter(|(_, _, s)| s.as_deref().is_some_and(|s| !s.starts_with("registry+"))).collect();
+    let bad: Vec<_> = locked.iter().filter(|(_, _, s)| s.as_deref().is_some_and(|s| !s.starts_with("registry+"))).collect();
     assert!(bad.is_empty(), "crates from git or another source: {bad:?}");
 }
 
@@ -41,11 +42,12 @@ fn the_deprecated_yaml_crate_is_not_compiled() {
 
 #[test]
 fn burn_multiplies_with_the_gemm_pinned_for_avx512() {
-    let pinned = manifest()
+    let manifest = manifest();
+    let pinned = manifest
         .lines()
         .find_map(|l| l.strip_prefix("gemm = { version = \"=").map(|r| r.split('"').next().unwrap().to_string()))
         .expect("Cargo.toml pins gemm with `version = \"=…\"`");
-    assert!(manifest().lines().any(|l| l.starts_with("gemm = ") && l.contains("\"x86-v4\"")), "the gemm pin lost `x86-v4`");
+    assert!(manifest.lines().any(|l| l.starts_with("gemm = ") && l.contains("\"x86-v4\"")), "the gemm pin lost `x86-v4`");
     let mut versions: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (name, version, _) in locked() {
         if name == "gemm" || name.starts_with("gemm-") {
