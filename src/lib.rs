@@ -5,6 +5,7 @@
 //! (local) → fed (FedAvg rounds; the server strategy, the clients' defenses) →
 //! attacks / defenses (what plugs into fed) → run → metrics (scored) → results.
 
+pub mod atomic;
 pub mod attacks;
 pub mod backend;
 pub mod bench;

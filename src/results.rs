@@ -1,9 +1,8 @@
 //! Results directories: one per run, never overwritten without `--force`, every file
-//! written atomically (temporary file in the same directory, then rename), so an
-//! interrupted or failed run never leaves a half-written file or destroys an earlier one.
+//! written whole ([`crate::atomic`]), so an interrupted or failed run never leaves a
+//! half-written file or destroys an earlier one.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -39,24 +38,8 @@ impl ResultsDir {
     /// Write `name` inside the directory atomically, creating the directory if needed.
     pub fn write(&self, name: &str, contents: &[u8]) -> Result<()> {
         fs::create_dir_all(&self.path).map_err(|e| Error::output(&self.path, format!("cannot create: {e}")))?;
-        write_atomic(&self.path.join(name), contents)
+        crate::atomic::write_file(&self.path.join(name), contents)
     }
-}
-
-/// Write `path` through a temporary sibling and a rename.
-pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("out");
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = fs::remove_file(&tmp);
-        Error::output(path, format!("cannot write: {e}"))
-    })
 }
 
 /// `results/<stem>-<UTC yyyymmdd-hhmmss>`, with `-2`, `-3`, … appended if taken.

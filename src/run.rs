@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use crate::backend;
 use crate::data::{Dataset, DatasetStats, Role, Split, registry};
 use crate::error::{Error, Result};
-use crate::fed::{FedResult, Federation, FederationSetup, Progress};
+use crate::fed::{ClientPipeline, FedResult, Federation, FederationSetup, Progress};
 use crate::metrics::{self, ClientMetrics, Metrics, StageTimings};
 use crate::partition::{self, Client, ClientReport, Partition, PartitionConfig};
 use crate::results::{self, ResultsDir};
@@ -119,6 +119,12 @@ pub struct RunOptions {
 /// private data, through the scenario's defenses, on the scenario's backend. The one
 /// way `run`, `bench` and the tests build a federation.
 pub fn federation(scenario: &Scenario, prepared: &Prepared, progress: Progress) -> Result<Federation> {
+    federation_with(scenario, prepared, progress, scenario.client_pipeline())
+}
+
+/// [`federation`] with the clients' defenses given as a pipeline (a library user's own
+/// defense builders) instead of the scenario's.
+pub fn federation_with(scenario: &Scenario, prepared: &Prepared, progress: Progress, pipeline: ClientPipeline) -> Result<Federation> {
     let device = backend::device(scenario.backend)?;
     let setup = FederationSetup {
         seed: scenario.seed,
@@ -137,7 +143,7 @@ pub fn federation(scenario: &Scenario, prepared: &Prepared, progress: Progress) 
             LocalData::of_client(&prepared.dataset, c, &prepared.split)
         })
         .collect::<Result<Vec<_>>>()?;
-    Federation::new(setup, device, clients, prepared.dataset.num_classes(), scenario.client_pipeline()?)
+    Federation::new(setup, device, clients, prepared.dataset.num_classes(), pipeline)
 }
 
 /// Train the prepared clients as the scenario says, with its attacks as the server.

@@ -195,7 +195,10 @@ impl Scenario {
         self.federation.validate()?;
         // Building checks the parameters that depend on other sections.
         self.server()?;
-        self.client_pipeline()?;
+        // Building client 0's instances checks every defense's parameters, alone and
+        // against the model and training sections, before any data is read.
+        let probe = crate::fed::ClientContext { client: 0, model: &self.model, train: &self.train, rounds: self.federation.rounds };
+        self.client_pipeline().for_client(&probe)?;
         Ok(())
     }
 
@@ -205,7 +208,7 @@ impl Scenario {
     }
 
     /// The scenario's defenses as the clients' pipeline, in declared order.
-    pub fn client_pipeline(&self) -> Result<crate::fed::ClientPipeline> {
+    pub fn client_pipeline(&self) -> crate::fed::ClientPipeline {
         defenses::pipeline(self.defenses.iter().map(|d| (d.name.as_str(), &d.spec)))
     }
 

@@ -11,8 +11,8 @@ use fgl_sim::attacks::lda::{Lda, LdaConfig};
 use fgl_sim::data::{DenseMatrix, Features, Graph, Role};
 use fgl_sim::defenses::DefenseSpec;
 use fgl_sim::fed::{
-    AttackOutput, ClientOracle, ClientPipeline, ClientUpdate, Defense, FedAvg, Inference, Injection, ModelParams, RoundContext,
-    ServerContext, ServerStrategy, ThreatModel,
+    AttackOutput, ClientContext, ClientDefenses, ClientOracle, ClientPipeline, ClientUpdate, DataTransform, Defense, DefenseBuilder,
+    FedAvg, Inference, Injection, ModelParams, RoundContext, ServerContext, ServerStrategy, ThreatModel,
 };
 use fgl_sim::presets::Named;
 use fgl_sim::run;
@@ -86,10 +86,12 @@ fn attack_and_defenses_from_user_files_run_without_a_rebuild() {
     assert_eq!(m["attacks"], m2["attacks"]);
 }
 
+/// Client 0's instance of the defense `yaml` describes, under a default model and training.
 fn defense(yaml: &str, name: &str) -> Defense {
     let mut n: Named<DefenseSpec> = serde_norway::from_str(yaml).unwrap();
     n.name = name.into();
-    n.spec.build(&n.name).unwrap().unwrap()
+    let (model, train) = (Default::default(), Default::default());
+    n.spec.build(&n.name, &ClientContext { client: 0, model: &model, train: &train, rounds: 1 }).unwrap().unwrap()
 }
 
 #[test]
@@ -100,15 +102,15 @@ fn data_transforms_compose_in_declared_order() {
     let (a, b) = ("{kind: ldp-labels, epsilon: 0.5}", "{kind: ldp-labels, epsilon: 2}");
     let stream = |k: usize| fgl_sim::rng::derive(7, "client-transform", &[0, k as u64]);
 
-    let pipeline = ClientPipeline::new(vec![defense(a, "a"), defense(b, "b")]).unwrap();
+    let pipeline = ClientDefenses::new(vec![defense(a, "a"), defense(b, "b")]).unwrap();
     let mut composed = local.clone();
-    let spent = pipeline.transform_data(0, &mut composed, stream).unwrap();
+    let spent = pipeline.transform_data(&mut composed, stream).unwrap();
     assert_eq!(spent.iter().map(|c| (c.defense.as_str(), c.epsilon)).collect::<Vec<_>>(), [("a", 0.5), ("b", 2.0)]);
 
     // The same as applying a, then b, each from its own stream.
     let mut by_hand = local.clone();
-    defense(a, "a").data.unwrap().apply(0, &mut by_hand, &mut stream(0)).unwrap();
-    defense(b, "b").data.unwrap().apply(0, &mut by_hand, &mut stream(1)).unwrap();
+    defense(a, "a").data.unwrap().apply(&mut by_hand, &mut stream(0)).unwrap();
+    defense(b, "b").data.unwrap().apply(&mut by_hand, &mut stream(1)).unwrap();
     assert_eq!(composed.labels, by_hand.labels);
     // Labels changed, only on train and validation nodes.
     let changed: Vec<usize> = (0..local.labels.len()).filter(|&v| composed.labels[v] != local.labels[v]).collect();
@@ -116,15 +118,15 @@ fn data_transforms_compose_in_declared_order() {
     assert!(changed.iter().all(|&v| matches!(local.roles[v], Role::Train | Role::Val)));
 
     // The other order gives other labels.
-    let reversed = ClientPipeline::new(vec![defense(b, "b"), defense(a, "a")]).unwrap();
+    let reversed = ClientDefenses::new(vec![defense(b, "b"), defense(a, "a")]).unwrap();
     let mut other = local.clone();
-    reversed.transform_data(0, &mut other, stream).unwrap();
+    reversed.transform_data(&mut other, stream).unwrap();
     assert_ne!(other.labels, composed.labels);
 }
 
 #[test]
 fn at_most_one_defense_replaces_the_local_trainer() {
-    let e = ClientPipeline::new(vec![
+    let e = ClientDefenses::new(vec![
         Defense::new("dp-one").with_trainer(FullBatch),
         Defense::new("none-really"),
         Defense::new("dp-two").with_trainer(FullBatch),
@@ -133,6 +135,39 @@ fn at_most_one_defense_replaces_the_local_trainer() {
     .unwrap()
     .to_string();
     assert!(e.contains("defenses") && e.contains("dp-one and dp-two") && e.contains("at most one"), "{e}");
+}
+
+/// A transform that refuses to see a second client's data.
+struct OneClient(std::sync::Mutex<Option<usize>>);
+
+impl DataTransform for OneClient {
+    fn apply(&self, data: &mut LocalData, _rng: &mut fgl_sim::rng::Rng) -> fgl_sim::Result<Option<fgl_sim::privacy::PrivacyCost>> {
+        let mut seen = self.0.lock().unwrap();
+        assert!(seen.is_none(), "one instance saw two clients' data");
+        *seen = Some(data.graph.num_nodes());
+        Ok(None)
+    }
+}
+
+/// Each client gets its own instance of every defense, built from that client's context
+/// (id, model, training, rounds), in client order; the instances share no state.
+#[test]
+fn every_client_gets_its_own_instance_of_a_defense() {
+    let s = quickstart(&["federation.rounds=2"]);
+    let p = run::prepare(&s, None).unwrap();
+    let built = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = built.clone();
+    let builder = (String::from("one-client"), move |ctx: &ClientContext| {
+        log.lock().unwrap().push((ctx.client, ctx.rounds, ctx.model.arch));
+        Ok(Defense::new("one-client").with_data(OneClient(Default::default())))
+    });
+    assert_eq!(builder.name(), "one-client");
+    let pipeline = ClientPipeline::new(vec![Box::new(builder) as Box<dyn DefenseBuilder>]);
+    let mut federation = run::federation_with(&s, &p, Default::default(), pipeline).unwrap();
+    let want: Vec<_> = (0..p.clients.len()).map(|c| (c, 2, s.model.arch)).collect();
+    assert_eq!(*built.lock().unwrap(), want);
+    federation.run(&mut FedAvg).unwrap();
+    assert_eq!(built.lock().unwrap().len(), p.clients.len(), "instances are built once per client, not per round");
 }
 
 /// Trainers compose like middleware: `ldp-update` wraps DP-GNN's loop (clipping and
@@ -378,8 +413,8 @@ fn dp_gnn_trains_on_label_dp_labels_and_reports_its_budget() {
     let capped = Scenario::parse(&yaml.replace("batch_size: 16", "batch_size: 16, max_epsilon: 0.5"), "dp.yaml", &[]).unwrap();
     let e = run::federation(&capped, &prepared, Default::default()).err().expect("over budget").to_string();
     assert!(e.contains("max_epsilon") && e.contains("client 0 would spend"), "{e}");
-    let gat = Scenario::parse(yaml, "dp.yaml", &["model.arch=gat".into()]).unwrap();
-    let e = run::federation(&gat, &prepared, Default::default()).err().expect("gat").to_string();
+    // What needs no data is refused when the scenario loads, naming the field.
+    let e = Scenario::parse(yaml, "dp.yaml", &["model.arch=gat".into()]).expect_err("gat").to_string();
     assert!(e.contains("model.arch") && e.contains("gcn and sage"), "{e}");
     let big = Scenario::parse(&yaml.replace("batch_size: 16", "batch_size: 100000"), "dp.yaml", &[]).unwrap();
     let e = run::federation(&big, &prepared, Default::default()).err().expect("batch").to_string();

@@ -22,19 +22,11 @@ pub use split::{Role, Split, SplitRatios};
 
 use crate::error::{Error, Result};
 
-/// Write `dest` through a part file beside it (`.<name>.part`, which `write` fills):
-/// renamed into place when `write` succeeds, removed when it fails, so a reader never
-/// sees a half-written file. Shared by downloads and derived files.
+/// Write `dest` through its part file (`.<name>.part`, which `write` fills; a download
+/// resumes from it), renamed into place when `write` succeeds and removed when it fails,
+/// so a reader never sees a half-written file. Shared by downloads and derived files.
 pub(crate) fn into_place<T>(dest: &std::path::Path, write: impl FnOnce(&std::path::Path) -> Result<T>) -> Result<T> {
-    let parent = dest.parent().expect("a file in a folder");
-    std::fs::create_dir_all(parent).map_err(|e| Error::data_file(parent, format!("cannot create the folder: {e}")))?;
-    let part = parent.join(format!(".{}.part", dest.file_name().expect("a file name").to_string_lossy()));
-    let result = write(&part)
-        .and_then(|t| std::fs::rename(&part, dest).map(|()| t).map_err(|e| Error::data_file(dest, format!("cannot move into place: {e}"))));
-    if result.is_err() {
-        let _ = std::fs::remove_file(&part);
-    }
-    result
+    crate::atomic::into_place(dest, crate::atomic::Staging::Resumable, |p, m| Error::data_file(p, m), write)
 }
 
 /// A node-classification dataset: an undirected graph, optional node features, labels

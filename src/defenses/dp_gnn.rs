@@ -47,8 +47,7 @@
 //! degrees differ), and the attack round draws its batch like any other round (the code
 //! takes every training node once in that round).
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Mutex, OnceLock};
 
 use burn::module::Module;
 use burn::optim::GradientsParams;
@@ -59,13 +58,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Role;
 use crate::error::{Error, Result};
-use crate::fed::Defense;
-use crate::model::{Arch, ModelConfig, NodeClassifier};
+use crate::fed::{ClientContext, Defense};
+use crate::model::{Arch, NodeClassifier};
 use crate::privacy::accountant::{self, Conversion, Mechanism};
 use crate::privacy::{PrivacyCost, ec_lda_code};
 use crate::rng::{self, Rng};
 use crate::train::per_node::{self, per_node, ComputationGraph, NodeBatch, PerNode};
-use crate::train::{HeadSteps, LocalData, LocalStats, LocalTrainer, Loss, NextTrainer, Selection, TrainCall, TrainConfig};
+use crate::train::{HeadSteps, LocalData, LocalStats, LocalTrainer, Loss, NextTrainer, Selection, TrainCall};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -199,16 +198,41 @@ impl super::DefenseConfig for DpGnnConfig {
         super::CostHint { factor: 47.0, seconds_per_epoch: 0.0 }
     }
 
-    fn build(&self, name: &str) -> Result<Defense> {
+    fn build(&self, name: &str, client: &ClientContext) -> Result<Defense> {
         self.validate()?;
-        Ok(Defense::new(name).with_trainer(DpGnn { config: self.clone(), clients: Mutex::default() }))
+        let (model, cfg) = (client.model, client.train);
+        if model.arch == Arch::Gat {
+            return Err(Error::param("model.arch", "dp-gnn supports gcn and sage (per-node gradients of GAT's attention are not implemented)"));
+        }
+        if let Some(c) = cfg.grad_clip_norm {
+            return Err(Error::param(
+                "train.grad_clip_norm",
+                format!("{c}: dp-gnn clips each node's gradient (its `clip`) and noises the sum; global clipping would change the sensitivity. Remove train.grad_clip_norm"),
+            ));
+        }
+        if !(1..=2).contains(&model.layers) {
+            return Err(Error::param("model.layers", format!("dp-gnn supports 1 or 2 message-passing layers, got {}", model.layers)));
+        }
+        if model.kprop_steps > 0 {
+            return Err(Error::param("model.kprop_steps", "dp-gnn needs no KProp (it would widen every computation graph)"));
+        }
+        if cfg.selection != Selection::Last {
+            return Err(Error::param("train.selection", "dp-gnn trains with `selection: last` (choosing an epoch on validation data would spend privacy unaccounted)"));
+        }
+        let trainer = DpGnn { config: self.clone(), client: client.client, layers: model.layers, epochs: cfg.epochs, rounds: client.rounds, plan: OnceLock::new() };
+        Ok(Defense::new(name).with_trainer(trainer))
     }
 }
 
-/// The trainer, with each client's plan.
+/// One client's trainer, with the client's plan (made when it prepares).
 pub struct DpGnn {
     config: DpGnnConfig,
-    clients: Mutex<BTreeMap<usize, Arc<ClientPlan>>>,
+    client: usize,
+    /// Message-passing layers, local epochs and rounds the plan is for.
+    layers: usize,
+    epochs: usize,
+    rounds: usize,
+    plan: OnceLock<ClientPlan>,
 }
 
 /// One client's sampled graph, noise and budget.
@@ -235,8 +259,8 @@ struct ClientPlan {
 }
 
 impl DpGnn {
-    fn plan(&self, client: usize) -> Result<Arc<ClientPlan>> {
-        self.clients.lock().expect("dp-gnn state").get(&client).cloned().ok_or_else(|| Error::Other(format!("dp-gnn: client {client} was not prepared")))
+    fn plan(&self) -> Result<&ClientPlan> {
+        self.plan.get().ok_or_else(|| Error::Other(format!("dp-gnn: client {} was not prepared", self.client)))
     }
 
     /// What the client spent (`ec-lda-code`: what the EC-LDA code's accountant reports).
@@ -337,29 +361,14 @@ impl LocalTrainer for DpGnn {
         "dp-gnn"
     }
 
-    fn prepare(&self, client: usize, data: &LocalData, model: &ModelConfig, cfg: &TrainConfig, rounds: usize, rng: &mut Rng) -> Result<()> {
-        let c = &self.config;
-        if model.arch == Arch::Gat {
-            return Err(Error::param("model.arch", "dp-gnn supports gcn and sage (per-node gradients of GAT's attention are not implemented)"));
-        }
-        if let Some(c) = cfg.grad_clip_norm {
-            return Err(Error::param(
-                "train.grad_clip_norm",
-                format!("{c}: dp-gnn clips each node's gradient (its `clip`) and noises the sum; global clipping would change the sensitivity. Remove train.grad_clip_norm"),
-            ));
-        }
+    fn prepare(&self, data: &LocalData, rng: &mut Rng) -> Result<()> {
+        let (c, client, rounds, layers) = (&self.config, self.client, self.rounds, self.layers);
         if data.graph.is_directed() {
             // Degree bounding and the sensitivity 2K assume every edge counts at both ends.
             return Err(Error::param("defenses", "dp-gnn needs the client's undirected graph; an earlier defense (edge-ldp or solitude with symmetrize: none) made it directed"));
         }
-        if !(1..=2).contains(&model.layers) {
-            return Err(Error::param("model.layers", format!("dp-gnn supports 1 or 2 message-passing layers, got {}", model.layers)));
-        }
-        if model.kprop_steps > 0 || data.feature_kprop > 0 {
+        if data.feature_kprop > 0 {
             return Err(Error::param("model.kprop_steps", "dp-gnn needs no KProp (it would widen every computation graph)"));
-        }
-        if cfg.selection != Selection::Last {
-            return Err(Error::param("train.selection", "dp-gnn trains with `selection: last` (choosing an epoch on validation data would spend privacy unaccounted)"));
         }
         let train_nodes = data.labelled_train_nodes();
         let n = train_nodes.len();
@@ -374,9 +383,9 @@ impl LocalTrainer for DpGnn {
                 ));
             }
         };
-        let mechanism = Mechanism::DpGnn { nodes: n, max_degree: c.max_degree, layers: model.layers, batch };
+        let mechanism = Mechanism::DpGnn { nodes: n, max_degree: c.max_degree, layers, batch };
         mechanism.validate()?;
-        let steps_per_round = (cfg.epochs * n.div_ceil(batch)) as u64;
+        let steps_per_round = (self.epochs * n.div_ceil(batch)) as u64;
         let planned = (steps_per_round * rounds as u64).max(1);
         let (sigma, spent, delta) = match c.calibration {
             Calibration::DpGnn => {
@@ -418,7 +427,7 @@ impl LocalTrainer for DpGnn {
         }
         let is_train: Vec<bool> = data.roles.iter().map(|r| *r == Role::Train).collect();
         let ((senders, dropped), removed_edges) = match c.calibration {
-            Calibration::DpGnn => (bound_degrees(&data.graph, &is_train, c.max_degree, model.layers, rng.random()), 0),
+            Calibration::DpGnn => (bound_degrees(&data.graph, &is_train, c.max_degree, layers, rng.random()), 0),
             Calibration::EcLdaCode => {
                 let (senders, removed) = clip_degrees_as_published(&data.graph, c.max_degree, rng.random());
                 ((senders, 0), removed)
@@ -428,7 +437,7 @@ impl LocalTrainer for DpGnn {
             senders,
             dropped,
             train_nodes,
-            layers: model.layers,
+            layers,
             batch,
             mechanism,
             sigma,
@@ -438,14 +447,13 @@ impl LocalTrainer for DpGnn {
             accumulated: Mutex::new(None),
             removed_edges,
         };
-        self.clients.lock().expect("dp-gnn state").insert(client, Arc::new(plan));
-        Ok(())
+        self.plan.set(plan).map_err(|_| Error::Other(format!("dp-gnn: client {client} prepared twice")))
     }
 
     fn train(&self, mut model: NodeClassifier, call: &mut TrainCall<'_>, _next: &dyn NextTrainer) -> Result<(NodeClassifier, LocalStats)> {
-        let (client, local, data, cfg, loss) = (call.client, call.local, call.data, call.cfg, call.loss);
+        let (local, data, cfg, loss) = (call.local, call.data, call.cfg, call.loss);
         let (optim, rng) = (&mut *call.optim, &mut *call.rng);
-        let plan = self.plan(client)?;
+        let plan = self.plan()?;
         if local.labelled_train_nodes() != plan.train_nodes {
             return Err(Error::param("defenses", "dp-gnn accounts for a fixed set of training nodes, but another defense changed it between rounds (label-dp stages): use one stage with dp-gnn"));
         }
@@ -458,7 +466,7 @@ impl LocalTrainer for DpGnn {
             (Calibration::DpGnn, None) => {
                 let mut slot = plan.thresholds.lock().expect("one trainer per client");
                 if slot.is_none() {
-                    *slot = Some(self.estimate_thresholds(&plan, &model, local, loss, data.label_keep, &device)?);
+                    *slot = Some(self.estimate_thresholds(plan, &model, local, loss, data.label_keep, &device)?);
                 }
                 slot.clone()
             }
@@ -478,12 +486,12 @@ impl LocalTrainer for DpGnn {
                     // `random.choices(train_index, k=batch_size)`: with replacement, in draw order.
                     Calibration::EcLdaCode => (0..b).map(|_| plan.train_nodes[rng.random_range(0..n)]).collect(),
                 };
-                let batch = batch_of(&plan, &pick, local, &device)?;
+                let batch = batch_of(plan, &pick, local, &device)?;
                 let pn = per_node(&model, &batch, loss, data.label_keep, Some(&mut *rng))?;
                 losses.push(pn.loss);
                 let grads = match calibration {
-                    Calibration::DpGnn => self.dp_gnn_step(&plan, &pn, &batch, estimated.as_deref(), rng, &device)?,
-                    Calibration::EcLdaCode => self.ec_lda_code_step(&plan, &pn, &batch, rng, &device)?,
+                    Calibration::DpGnn => self.dp_gnn_step(plan, &pn, &batch, estimated.as_deref(), rng, &device)?,
+                    Calibration::EcLdaCode => self.ec_lda_code_step(plan, &pn, &batch, rng, &device)?,
                 };
                 if let Some(head) = &model.head {
                     let g = stats.head_gradient.get_or_insert_with(HeadSteps::default);
@@ -496,9 +504,9 @@ impl LocalTrainer for DpGnn {
         Ok((model, stats))
     }
 
-    fn privacy_spent(&self, client: usize, rounds: usize) -> Option<PrivacyCost> {
-        let plan = self.plan(client).ok()?;
-        let spent = self.spent(&plan, rounds).ok()?;
+    fn privacy_spent(&self, rounds: usize) -> Option<PrivacyCost> {
+        let plan = self.plan().ok()?;
+        let spent = self.spent(plan, rounds).ok()?;
         let Mechanism::DpGnn { nodes, max_degree, layers, batch } = plan.mechanism else { return None };
         if self.config.calibration == Calibration::EcLdaCode {
             let multiplier = ec_lda_code::sigma_multiplier(max_degree, layers).ok()?;

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Graph;
 use crate::error::{Error, Result};
-use crate::fed::{DataTransform, Defense};
+use crate::fed::{ClientContext, DataTransform, Defense};
 use crate::privacy::edge_rr::EdgeRr;
 use crate::privacy::{Epsilon, PrivacyCost};
 use crate::rng::Rng;
@@ -64,15 +64,17 @@ impl super::DefenseConfig for EdgeLdpConfig {
         super::CostHint { factor: 1.3, seconds_per_epoch: 0.0 }
     }
 
-    fn build(&self, name: &str) -> Result<Defense> {
-        Ok(Defense::new(name).with_data(PerturbEdges::new(name, self)?))
+    fn build(&self, name: &str, client: &ClientContext) -> Result<Defense> {
+        Ok(Defense::new(name).with_data(PerturbEdges::new(name, self, client.client)?))
     }
 }
 
-/// The edge mechanism with its checks, shared with `solitude`.
+/// The edge mechanism with its checks, for one client; shared with `solitude`.
 pub struct PerturbEdges {
     name: String,
     cfg: EdgeLdpConfig,
+    /// The client, for messages.
+    client: usize,
 }
 
 /// A perturbed graph and what perturbing did.
@@ -91,11 +93,11 @@ pub struct Perturbed {
 }
 
 impl PerturbEdges {
-    pub fn new(name: &str, cfg: &EdgeLdpConfig) -> Result<PerturbEdges> {
+    pub fn new(name: &str, cfg: &EdgeLdpConfig, client: usize) -> Result<PerturbEdges> {
         if cfg.max_edges == 0 {
             return Err(Error::param(format!("defense `{name}`: max_edges"), "must be at least 1"));
         }
-        Ok(PerturbEdges { name: name.to_string(), cfg: cfg.clone() })
+        Ok(PerturbEdges { name: name.to_string(), cfg: cfg.clone(), client })
     }
 
     pub fn epsilon(&self) -> Epsilon {
@@ -103,7 +105,7 @@ impl PerturbEdges {
     }
 
     /// Replace `data.graph` by the reported graph; what perturbing did (`None` with ε = ∞).
-    pub fn perturb(&self, client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<Perturbed>> {
+    pub fn perturb(&self, data: &mut LocalData, rng: &mut Rng) -> Result<Option<Perturbed>> {
         if self.cfg.epsilon.is_infinite() {
             return Ok(None);
         }
@@ -121,9 +123,10 @@ impl PerturbEdges {
             return Err(Error::param(
                 format!("defense `{}`: epsilon", self.name),
                 format!(
-                    "ε = {} on client {client}'s {n} nodes would report ≈ {:.0} edges (≈ {:.2} GiB at ~{BYTES_PER_EDGE} B per edge), \
+                    "ε = {} on client {}'s {n} nodes would report ≈ {:.0} edges (≈ {:.2} GiB at ~{BYTES_PER_EDGE} B per edge), \
                      more than max_edges = {}; {fits}, or raise max_edges",
                     self.cfg.epsilon.value(),
+                    self.client,
                     expected,
                     expected * BYTES_PER_EDGE / f64::from(1u32 << 30),
                     self.cfg.max_edges
@@ -191,8 +194,8 @@ impl PerturbEdges {
 }
 
 impl DataTransform for PerturbEdges {
-    fn apply(&self, client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
-        let p = self.perturb(client, data, rng)?;
+    fn apply(&self, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
+        let p = self.perturb(data, rng)?;
         Ok(Some(self.cost(p.as_ref())))
     }
 }
@@ -218,7 +221,7 @@ mod tests {
         let ring: Vec<(usize, usize)> = (0..400).map(|v| (v, (v + 1) % 400)).collect();
         for sym in [Symmetrize::None, Symmetrize::Or, Symmetrize::And] {
             let mut data = local(400, &ring);
-            let p = PerturbEdges::new("e", &config(2.0, sym, 1_000_000)).unwrap().perturb(0, &mut data, &mut crate::rng::derive(1, "t", &[])).unwrap().unwrap();
+            let p = PerturbEdges::new("e", &config(2.0, sym, 1_000_000), 0).unwrap().perturb(&mut data, &mut crate::rng::derive(1, "t", &[])).unwrap().unwrap();
             let g = &data.graph;
             assert_eq!((g.is_directed(), p.directed, g.num_edges()), (sym == Symmetrize::None, sym == Symmetrize::None, p.noisy_edges));
             let is_ring = |u: usize, v: usize| (u + 1) % 400 == v || (v + 1) % 400 == u;
@@ -233,7 +236,7 @@ mod tests {
     #[test]
     fn too_many_expected_edges_is_refused_with_the_epsilon_that_fits() {
         let mut data = local(2000, &[(0, 1)]);
-        let e = PerturbEdges::new("edges", &config(1.0, Symmetrize::None, 10_000)).unwrap().perturb(3, &mut data, &mut crate::rng::derive(1, "t", &[])).unwrap_err();
+        let e = PerturbEdges::new("edges", &config(1.0, Symmetrize::None, 10_000), 3).unwrap().perturb(&mut data, &mut crate::rng::derive(1, "t", &[])).unwrap_err();
         let msg = e.to_string();
         assert!(msg.contains("defense `edges`: epsilon") && msg.contains("client 3's 2000 nodes") && msg.contains("the smallest ε that fits is"), "{msg}");
         // The graph is left as it was.

@@ -19,7 +19,6 @@
 //! the client records the mean over its randomised nodes as its label transition, which
 //! is what forward correction and LPGNN's model selection read.
 
-use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use rand::seq::SliceRandom;
@@ -28,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::ldp_labels::RandomizeLabels;
 use crate::data::Role;
 use crate::error::{Error, Result};
-use crate::fed::{DataTransform, Defense, RoundContext, RoundTransform};
+use crate::fed::{ClientContext, DataTransform, Defense, RoundContext, RoundTransform};
 use crate::privacy::rr_prior::RrWithPrior;
 use crate::privacy::{Epsilon, PrivacyCost};
 use crate::rng::Rng;
@@ -135,19 +134,20 @@ impl LabelDpConfig {
 }
 
 impl super::DefenseConfig for LabelDpConfig {
-    fn build(&self, name: &str) -> Result<Defense> {
+    fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
         self.validate()?;
-        let t = std::sync::Arc::new(LabelDp { config: self.clone(), clients: Mutex::default() });
+        let t = std::sync::Arc::new(LabelDp { config: self.clone(), stages: Mutex::default() });
         let d = Defense::new(name).with_data(t.clone());
         // Plain RR is done before round 1; only the prior's stages need the round hook.
         Ok(if self.mechanism == LabelMechanism::RrWithPrior { d.with_round(t) } else { d })
     }
 }
 
-/// The defense, with each client's stages (what is left to randomise, and when).
+/// One client's instance, with its stages (what is left to randomise, and when), set
+/// by the data transform for the round transform.
 pub struct LabelDp {
     config: LabelDpConfig,
-    clients: Mutex<BTreeMap<usize, Stages>>,
+    stages: Mutex<Option<Stages>>,
 }
 
 /// One client's randomisation plan.
@@ -225,7 +225,7 @@ impl LabelDp {
 }
 
 impl DataTransform for LabelDp {
-    fn apply(&self, client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
+    fn apply(&self, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
         if self.config.epsilon.is_infinite() {
             return Ok(Some(self.cost()));
         }
@@ -257,22 +257,15 @@ impl DataTransform for LabelDp {
         if self.config.prior != PriorSource::GlobalModel {
             self.randomise(&mut plan, 0, data, |_| prior.clone(), rng)?;
         }
-        self.clients.lock().expect("label-dp state").insert(client, plan);
+        *self.stages.lock().expect("label-dp state") = Some(plan);
         Ok(Some(self.cost()))
     }
 }
 
 impl RoundTransform for LabelDp {
-    fn apply(
-        &self,
-        client: usize,
-        round: RoundContext,
-        data: &mut LocalData,
-        received_logits: &mut dyn FnMut() -> Vec<f32>,
-        rng: &mut Rng,
-    ) -> Result<bool> {
-        let mut clients = self.clients.lock().expect("label-dp state");
-        let Some(plan) = clients.get_mut(&client) else { return Ok(false) };
+    fn apply(&self, round: RoundContext, data: &mut LocalData, received_logits: &mut dyn FnMut() -> Vec<f32>, rng: &mut Rng) -> Result<bool> {
+        let mut stages = self.stages.lock().expect("label-dp state");
+        let Some(plan) = stages.as_mut() else { return Ok(false) };
         if let Some(r) = &self.config.stage_rounds
             && let Some(late) = r.iter().find(|&&r| r > round.rounds)
         {
@@ -322,7 +315,7 @@ mod tests {
     fn defense(yaml: &str) -> LabelDp {
         let c = config(yaml);
         c.validate().unwrap();
-        LabelDp { config: c, clients: Mutex::default() }
+        LabelDp { config: c, stages: Mutex::default() }
     }
 
     #[test]
@@ -337,7 +330,7 @@ mod tests {
         assert!(err("epsilon: 1\nmechanism: rr-with-prior\ntemperature: 0").contains("temperature"));
         assert!(serde_norway::from_str::<LabelDpConfig>("epsilon: 0").is_err());
         let d = defense("epsilon: 1\nmechanism: rr-with-prior\nprior: frequencies\nclass_frequencies: [1, 2]");
-        let e = DataTransform::apply(&d, 0, &mut data(30, 3), &mut crate::rng::derive(0, "t", &[])).unwrap_err().to_string();
+        let e = DataTransform::apply(&d, &mut data(30, 3), &mut crate::rng::derive(0, "t", &[])).unwrap_err().to_string();
         assert!(e.contains("class_frequencies") && e.contains("3 classes"), "{e}");
     }
 
@@ -351,7 +344,7 @@ mod tests {
         let mut local = data(7500, 3);
         let clean = local.clone();
         let mut rng = crate::rng::derive(5, "label-dp-test", &[]);
-        let cost = DataTransform::apply(&d, 0, &mut local, &mut rng).unwrap().unwrap();
+        let cost = DataTransform::apply(&d, &mut local, &mut rng).unwrap().unwrap();
         assert!((cost.epsilon - 3f64.ln()).abs() < 1e-12 && cost.delta == 0.0);
         assert_eq!(local.roles, clean.roles, "a single static stage is randomised before round 1");
         let mut counts = [[0usize; 3]; 3];
@@ -389,7 +382,7 @@ mod tests {
         let mut local = data(200, 3);
         let clean = local.clone();
         let mut rng = crate::rng::derive(1, "label-dp-stages", &[]);
-        DataTransform::apply(&d, 4, &mut local, &mut rng).unwrap();
+        DataTransform::apply(&d, &mut local, &mut rng).unwrap();
         let pending: Vec<usize> = (0..200).filter(|&v| local.roles[v] == Role::Unused).collect();
         let labelled = clean.roles.iter().filter(|r| matches!(r, Role::Train | Role::Val)).count();
         assert_eq!(pending.len(), labelled / 2);
@@ -400,17 +393,18 @@ mod tests {
             confident.clone()
         };
         let ctx = |round| RoundContext { round, rounds: 5 };
-        assert!(!RoundTransform::apply(&d, 4, ctx(2), &mut local, &mut logits, &mut rng).unwrap());
-        assert!(RoundTransform::apply(&d, 4, ctx(3), &mut local, &mut logits, &mut rng).unwrap());
-        assert!(!RoundTransform::apply(&d, 4, ctx(4), &mut local, &mut logits, &mut rng).unwrap());
+        assert!(!RoundTransform::apply(&d, ctx(2), &mut local, &mut logits, &mut rng).unwrap());
+        assert!(RoundTransform::apply(&d, ctx(3), &mut local, &mut logits, &mut rng).unwrap());
+        assert!(!RoundTransform::apply(&d, ctx(4), &mut local, &mut logits, &mut rng).unwrap());
         assert_eq!(asked.get(), 1);
         assert_eq!(local.roles, clean.roles, "every node back in its role");
         assert!(pending.iter().all(|&v| local.labels[v] == Some(2)));
-        // Another client has no plan: nothing to do.
-        assert!(!RoundTransform::apply(&d, 7, ctx(3), &mut local, &mut logits, &mut rng).unwrap());
+        // An instance whose data transform has not run has no plan: nothing to do.
+        let fresh = defense("epsilon: 0.5\nmechanism: rr-with-prior\nstages: [0.5, 0.5]\nstage_rounds: [1, 3]");
+        assert!(!RoundTransform::apply(&fresh, ctx(3), &mut local, &mut logits, &mut rng).unwrap());
         let late = defense("epsilon: 0.5\nmechanism: rr-with-prior\nstages: [0.5, 0.5]\nstage_rounds: [1, 9]");
-        DataTransform::apply(&late, 0, &mut data(20, 3), &mut rng).unwrap();
-        let e = RoundTransform::apply(&late, 0, ctx(1), &mut data(20, 3), &mut logits, &mut rng).unwrap_err().to_string();
+        DataTransform::apply(&late, &mut data(20, 3), &mut rng).unwrap();
+        let e = RoundTransform::apply(&late, ctx(1), &mut data(20, 3), &mut logits, &mut rng).unwrap_err().to_string();
         assert!(e.contains("stage_rounds") && e.contains("last round 5"), "{e}");
     }
 }

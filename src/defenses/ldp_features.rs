@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::{CsrMatrix, DenseMatrix, Features, ShiftedMatrix};
 use crate::error::{Error, Result};
-use crate::fed::{DataTransform, Defense};
+use crate::fed::{ClientContext, DataTransform, Defense};
 use crate::privacy::gaussian::{AnalyticGaussian, DEFAULT_DELTA};
 use crate::privacy::laplace::Laplace;
 use crate::privacy::multibit::MultiBit;
@@ -109,7 +109,7 @@ pub struct LdpFeaturesConfig {
 }
 
 impl super::DefenseConfig for LdpFeaturesConfig {
-    fn build(&self, name: &str) -> Result<Defense> {
+    fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
         Ok(Defense::new(name).with_data(PerturbFeatures::new(name, self)?))
     }
 }
@@ -220,7 +220,7 @@ impl PerturbFeatures {
 }
 
 impl DataTransform for PerturbFeatures {
-    fn apply(&self, _client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
+    fn apply(&self, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
         self.perturb(data, rng)?;
         Ok(self.guarantee().map(|(protects, epsilon, delta)| PrivacyCost { protects, epsilon, delta, ..Default::default() }))
     }

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Role;
 use crate::error::Result;
-use crate::fed::{DataTransform, Defense, LossTransform};
+use crate::fed::{ClientContext, DataTransform, Defense, LossTransform};
 use crate::model::Output;
 use crate::privacy::{Epsilon, PrivacyCost, RandomizedResponse};
 use crate::rng::Rng;
@@ -28,7 +28,7 @@ pub struct LdpLabelsConfig {
 }
 
 impl super::DefenseConfig for LdpLabelsConfig {
-    fn build(&self, name: &str) -> Result<Defense> {
+    fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
         let d = Defense::new(name).with_data(RandomizeLabels { epsilon: self.epsilon });
         Ok(if self.forward_correction { d.with_loss(ForwardCorrection) } else { d })
     }
@@ -58,7 +58,7 @@ impl RandomizeLabels {
 }
 
 impl DataTransform for RandomizeLabels {
-    fn apply(&self, _client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
+    fn apply(&self, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
         self.randomize(data, rng)?;
         Ok(Some(PrivacyCost {
             protects: "labels of train and validation nodes: ε-LDP per label (randomized response)".into(),
@@ -74,7 +74,7 @@ struct ForwardCorrection;
 impl LossTransform for ForwardCorrection {
     /// Replaces the loss built so far: forward correction is itself the cross-entropy
     /// on the noisy labels, corrected.
-    fn wrap(&self, _client: usize, data: &LocalData, _inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
+    fn wrap(&self, data: &LocalData, _inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
         Ok(Box::new(ForwardCorrectedLoss::of(data)))
     }
 }

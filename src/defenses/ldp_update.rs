@@ -14,7 +14,7 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::fed::{Defense, ModelParams};
+use crate::fed::{ClientContext, Defense, ModelParams};
 use crate::model::NodeClassifier;
 use crate::privacy::PrivacyCost;
 use crate::privacy::accountant::{self, Conversion, Mechanism};
@@ -40,7 +40,7 @@ fn default_delta() -> f64 {
 }
 
 impl super::DefenseConfig for LdpUpdateConfig {
-    fn build(&self, name: &str) -> Result<Defense> {
+    fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
         if !(self.clip > 0.0 && self.clip.is_finite()) {
             return Err(Error::param("clip", format!("{} is not allowed: the update's L2 bound must be a finite number > 0", self.clip)));
         }
@@ -98,7 +98,7 @@ impl LocalTrainer for LdpUpdateConfig {
         Ok((private.load_into(trained), stats))
     }
 
-    fn privacy_spent(&self, _client: usize, rounds: usize) -> Option<PrivacyCost> {
+    fn privacy_spent(&self, rounds: usize) -> Option<PrivacyCost> {
         // Sensitivity 2C against noise σC: the Gaussian mechanism at multiplier σ/2.
         let orders = accountant::default_orders();
         let mech = Mechanism::DpSgd { sample_rate: 1.0 };
@@ -159,7 +159,7 @@ mod tests {
     #[test]
     fn epsilon_is_the_gaussian_mechanism_at_half_the_multiplier() {
         let c = LdpUpdateConfig { conversion: Conversion::Classic, ..config(1.0, 4.0) };
-        let got = c.privacy_spent(0, 10).unwrap();
+        let got = c.privacy_spent(10).unwrap();
         let want = accountant::default_orders()
             .iter()
             .map(|&a| 10.0 * a * 2.0 / 16.0 + (1e5f64).ln() / (a - 1.0))
@@ -167,9 +167,9 @@ mod tests {
         assert!((got.epsilon - want).abs() < 1e-9 * want, "{} vs {want}", got.epsilon);
         assert_eq!(got.noise_multiplier, Some(4.0));
         // More noise, less ε; more rounds, more ε.
-        assert!(config(1.0, 8.0).privacy_spent(0, 10).unwrap().epsilon < config(1.0, 4.0).privacy_spent(0, 10).unwrap().epsilon);
-        assert!(config(1.0, 4.0).privacy_spent(0, 20).unwrap().epsilon > config(1.0, 4.0).privacy_spent(0, 10).unwrap().epsilon);
-        assert_eq!(config(1.0, 4.0).privacy_spent(0, 0).unwrap().epsilon, 0.0);
+        assert!(config(1.0, 8.0).privacy_spent(10).unwrap().epsilon < config(1.0, 4.0).privacy_spent(10).unwrap().epsilon);
+        assert!(config(1.0, 4.0).privacy_spent(20).unwrap().epsilon > config(1.0, 4.0).privacy_spent(10).unwrap().epsilon);
+        assert_eq!(config(1.0, 4.0).privacy_spent(0).unwrap().epsilon, 0.0);
     }
 
     #[test]
@@ -177,7 +177,9 @@ mod tests {
         use crate::defenses::DefenseConfig;
         for (c, field) in [(config(0.0, 1.0), "clip"), (config(1.0, 0.0), "noise_multiplier"), (LdpUpdateConfig { delta: 1.0, ..config(1.0, 1.0) }, "delta")]
         {
-            let e = c.build("u").err().expect("an invalid parameter").to_string();
+            let (model, train) = (crate::model::ModelConfig::default(), crate::train::TrainConfig::default());
+            let client = ClientContext { client: 0, model: &model, train: &train, rounds: 1 };
+            let e = c.build("u", &client).err().expect("an invalid parameter").to_string();
             assert!(e.contains(field), "{e}");
         }
     }

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::ldp_features::{FeatureSource, LdpFeaturesConfig, Mechanism, PerturbFeatures, default_range};
 use super::ldp_labels::{ForwardCorrectedLoss, RandomizeLabels};
 use crate::error::Result;
-use crate::fed::{DataTransform, Defense, LossTransform};
+use crate::fed::{ClientContext, DataTransform, Defense, LossTransform};
 use crate::model::{Output, kprop};
 use crate::privacy::{Epsilon, PrivacyCost};
 use crate::rng::Rng;
@@ -68,7 +68,7 @@ impl super::DefenseConfig for LpgnnConfig {
         super::CostHint { factor: 1.5, seconds_per_epoch: 0.0 }
     }
 
-    fn build(&self, name: &str) -> Result<Defense> {
+    fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
         let features = LdpFeaturesConfig {
             epsilon: self.epsilon_x,
             mechanism: self.mechanism,
@@ -107,7 +107,7 @@ struct LpgnnData {
 }
 
 impl DataTransform for LpgnnData {
-    fn apply(&self, _client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
+    fn apply(&self, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
         // LPGNN's order: feature baseline and mechanism, then labels.
         self.features.perturb(data, rng)?;
         self.labels.randomize(data, rng)?;
@@ -129,7 +129,7 @@ pub struct DropTransform {
 
 impl LossTransform for DropTransform {
     /// Replaces the loss built so far (the Drop loss is itself a cross-entropy).
-    fn wrap(&self, _client: usize, data: &LocalData, _inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
+    fn wrap(&self, data: &LocalData, _inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
         let correction = self.forward_correction.then(|| ForwardCorrectedLoss::of(data));
         Ok(Box::new(DropLoss { ky: self.ky, correction, held: data.held_one_hot(), classes: data.classes, targets: OnceLock::new() }))
     }

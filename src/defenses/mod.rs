@@ -1,18 +1,21 @@
 //! Defenses: what clients do to protect their data from the server. Each defense is
 //! one file here (its config implementing [`DefenseConfig`]), a preset in `defenses/`,
 //! and one line in the `defenses!` registry below, which declares its module, its
-//! [`DefenseSpec`] variant (YAML `kind`) and its built-in preset. A defense plays one or
-//! more of the roles of [`crate::fed::client`]: data transform, loss, local trainer.
+//! [`DefenseSpec`] variant (YAML `kind`) and its built-in preset. A defense builds one
+//! instance per client, from a [`ClientContext`]; the instance plays one or more of the
+//! roles of [`crate::fed::client`] (data transform, loss, round transform, local trainer)
+//! and keeps that client's state, so no defense holds a map from clients to state.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::fed::{ClientPipeline, Defense};
+use crate::fed::{ClientContext, ClientPipeline, Defense, DefenseBuilder};
 
 /// What a defense's config (its YAML parameters) provides: the roles it plays.
 pub trait DefenseConfig {
-    /// The defense named `name` (as the scenario names it), parameters checked.
-    fn build(&self, name: &str) -> Result<Defense>;
+    /// The instance of the defense named `name` (as the scenario names it) for `client`,
+    /// parameters checked: an error names the field at fault.
+    fn build(&self, name: &str, client: &ClientContext) -> Result<Defense>;
 
     /// What the defense adds to a run's time, for `matrix --dry-run`'s estimate; none
     /// unless the defense says otherwise.
@@ -82,11 +85,11 @@ macro_rules! defenses {
                 }
             }
 
-            /// The defense's roles (`None` for `kind: none`).
-            pub fn build(&self, name: &str) -> Result<Option<Defense>> {
+            /// `client`'s instance of the defense (`None` for `kind: none`).
+            pub fn build(&self, name: &str, client: &ClientContext) -> Result<Option<Defense>> {
                 Ok(match self {
                     DefenseSpec::None(_) => None,
-                    $( DefenseSpec::$variant(c) => Some(DefenseConfig::build(c, name)?), )*
+                    $( DefenseSpec::$variant(c) => Some(DefenseConfig::build(c, name, client)?), )*
                 })
             }
         }
@@ -127,11 +130,29 @@ defenses! {
     LdpUpdate(ldp_update::LdpUpdateConfig) = "ldp-update",
 }
 
-/// The client pipeline of a scenario's defenses (`(name, spec)` in declared order).
-pub fn pipeline<'a>(defenses: impl IntoIterator<Item = (&'a str, &'a DefenseSpec)>) -> Result<ClientPipeline> {
-    let mut built = Vec::new();
-    for (name, spec) in defenses {
-        built.extend(spec.build(name)?);
+/// A scenario's defense: its name and spec.
+struct Declared {
+    name: String,
+    spec: DefenseSpec,
+}
+
+impl DefenseBuilder for Declared {
+    fn name(&self) -> &str {
+        &self.name
     }
-    ClientPipeline::new(built)
+    fn build(&self, client: &ClientContext) -> Result<Defense> {
+        Ok(self.spec.build(&self.name, client)?.expect("`kind: none` is left out of the pipeline"))
+    }
+}
+
+/// The client pipeline of a scenario's defenses (`(name, spec)` in declared order);
+/// `kind: none` plays no role and is left out.
+pub fn pipeline<'a>(defenses: impl IntoIterator<Item = (&'a str, &'a DefenseSpec)>) -> ClientPipeline {
+    ClientPipeline::new(
+        defenses
+            .into_iter()
+            .filter(|(_, spec)| !matches!(spec, DefenseSpec::None(_)))
+            .map(|(name, spec)| Box::new(Declared { name: name.to_string(), spec: spec.clone() }) as Box<dyn DefenseBuilder>)
+            .collect(),
+    )
 }

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use super::ldp_labels::RandomizeLabels;
 use crate::data::{DenseMatrix, Features, Graph, Role};
 use crate::error::{Error, Result};
-use crate::fed::{DataTransform, Defense, LossTransform};
+use crate::fed::{ClientContext, DataTransform, Defense, LossTransform};
 use crate::model::Output;
 use crate::partition::kway::balanced_kway;
 use crate::privacy::grr_fs::GrrFs;
@@ -104,7 +104,7 @@ impl super::DefenseConfig for RgnnConfig {
         super::CostHint { factor: 5.5, seconds_per_epoch: 0.0 }
     }
 
-    fn build(&self, name: &str) -> Result<Defense> {
+    fn build(&self, name: &str, client: &ClientContext) -> Result<Defense> {
         let field = |f: &str| format!("defense `{name}`: {f}");
         if self.m == Some(0) {
             return Err(Error::param(field("m"), "must be at least 1 (features reported through GRR per node), got 0"));
@@ -115,18 +115,20 @@ impl super::DefenseConfig for RgnnConfig {
         if !(self.alpha.is_finite() && self.alpha >= 0.0) {
             return Err(Error::param(field("alpha"), format!("{} is not allowed; allowed: a finite weight ≥ 0", self.alpha)));
         }
-        let state = Arc::new(Rgnn { name: name.to_string(), cfg: self.clone(), bags: Mutex::new(BTreeMap::new()) });
+        let state = Arc::new(Rgnn { name: name.to_string(), cfg: self.clone(), client: client.client, bags: Mutex::new(None) });
         let d = Defense::new(name).with_data(state.clone());
         Ok(if (self.clusters > 0 && self.alpha > 0.0) || self.as_published { d.with_loss(state) } else { d })
     }
 }
 
-/// The defense's state: its config and each client's LLP bags, from the data transform
+/// One client's instance: its config and the client's LLP bags, from the data transform
 /// to the loss.
 struct Rgnn {
     name: String,
     cfg: RgnnConfig,
-    bags: Mutex<BTreeMap<usize, Bags>>,
+    /// The client, for messages.
+    client: usize,
+    bags: Mutex<Option<Bags>>,
 }
 
 /// A client's LLP bags over its train nodes.
@@ -167,7 +169,7 @@ impl Rgnn {
 }
 
 impl DataTransform for Rgnn {
-    fn apply(&self, client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
+    fn apply(&self, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
         let c = &self.cfg;
         let mut feature_note = String::from("node features as they are (ε_x = ∞)");
         let mut eps_x = f64::INFINITY;
@@ -207,8 +209,7 @@ impl DataTransform for Rgnn {
         };
         let bag_seed: u64 = rng.random();
         if c.clusters > 0 && c.alpha > 0.0 && !c.as_published {
-            let bags = self.bags(client, data, inverse.as_deref(), bag_seed)?;
-            self.bags.lock().expect("bags").insert(client, bags);
+            *self.bags.lock().expect("bags") = Some(self.bags(data, inverse.as_deref(), bag_seed)?);
         }
         if c.ky > 0 {
             // ε_y = ∞ (no transition): clean labels, still smoothed — the pipeline without noise.
@@ -219,8 +220,7 @@ impl DataTransform for Rgnn {
         }
         if c.clusters > 0 && c.alpha > 0.0 && c.as_published {
             // The code's order: bags of the reconstructed labels, de-biased again.
-            let bags = self.bags(client, data, inverse.as_deref(), bag_seed)?;
-            self.bags.lock().expect("bags").insert(client, bags);
+            *self.bags.lock().expect("bags") = Some(self.bags(data, inverse.as_deref(), bag_seed)?);
         }
         Ok(Some(PrivacyCost {
             protects: format!(
@@ -236,12 +236,12 @@ impl DataTransform for Rgnn {
 
 impl Rgnn {
     /// METIS bags of `data`'s graph and their de-biased noisy label proportions.
-    fn bags(&self, client: usize, data: &LocalData, inverse: Option<&[f64]>, seed: u64) -> Result<Bags> {
+    fn bags(&self, data: &LocalData, inverse: Option<&[f64]>, seed: u64) -> Result<Bags> {
         let n = data.graph.num_nodes();
         if self.cfg.clusters > n {
             return Err(Error::param(
                 self.field("clusters"),
-                format!("{} bags for client {client}, which holds {n} nodes; allowed: at most its node count", self.cfg.clusters),
+                format!("{} bags for client {}, which holds {n} nodes; allowed: at most its node count", self.cfg.clusters, self.client),
             ));
         }
         if data.graph.is_directed() {
@@ -416,9 +416,9 @@ pub fn invert(a: &[f64], k: usize) -> Option<Vec<f64>> {
 }
 
 impl LossTransform for Rgnn {
-    fn wrap(&self, client: usize, _data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
+    fn wrap(&self, _data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
         let inner: Box<dyn Loss> = if self.cfg.as_published { Box::new(DoubleSoftmaxCrossEntropy) } else { inner };
-        let bags = self.bags.lock().expect("bags").get(&client).cloned();
+        let bags = self.bags.lock().expect("bags").clone();
         Ok(match bags {
             Some(bags) if !bags.members.is_empty() => Box::new(LlpLoss { inner, alpha: self.cfg.alpha, bags, tensors: OnceLock::new() }),
             _ => inner,
@@ -556,8 +556,8 @@ mod tests {
         d.features = Features::Dense(DenseMatrix { rows: 5, cols: 2, data: x.iter().map(|&v| v as f32).collect() });
         let want_x = mean_with_self_loops(&d.graph, &x, 2, 2);
         let cfg = RgnnConfig { epsilon_x: Epsilon::INFINITE, m: None, epsilon_y: Epsilon::INFINITE, kx: 2, ky: 1, domain_size: None, clusters: 0, alpha: 0.0, as_published: false };
-        let state = Rgnn { name: "rgnn".into(), cfg, bags: Mutex::new(BTreeMap::new()) };
-        let cost = state.apply(0, &mut d, &mut crate::rng::derive(0, "t", &[])).unwrap().unwrap();
+        let state = Rgnn { name: "rgnn".into(), cfg, client: 0, bags: Mutex::new(None) };
+        let cost = state.apply(&mut d, &mut crate::rng::derive(0, "t", &[])).unwrap().unwrap();
         assert!(cost.epsilon.is_infinite());
         let Features::Dense(got) = &d.features else { panic!("dense features") };
         for (g, w) in got.data.iter().zip(&want_x) {

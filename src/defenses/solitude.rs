@@ -40,11 +40,11 @@ use super::lpgnn::DropTransform;
 use crate::data::features::{DenseMatrix, Features};
 use crate::data::graph::Graph;
 use crate::error::{Error, Result};
-use crate::fed::{DataTransform, Defense};
-use crate::model::{ModelConfig, NodeClassifier};
+use crate::fed::{ClientContext, DataTransform, Defense};
+use crate::model::NodeClassifier;
 use crate::privacy::{Epsilon, PrivacyCost};
 use crate::rng::Rng;
-use crate::train::{ClientTensors, LocalData, LocalStats, LocalTrainer, NextTrainer, TrainCall, TrainConfig, train_local_with};
+use crate::train::{ClientTensors, LocalData, LocalStats, LocalTrainer, NextTrainer, TrainCall, train_local_with};
 
 fn yes() -> bool {
     true
@@ -130,8 +130,12 @@ impl super::DefenseConfig for SolitudeConfig {
         super::CostHint { factor: 1.9, seconds_per_epoch: (2.0 * run.edges + fake) * 2.2e-6 }
     }
 
-    fn build(&self, name: &str) -> Result<Defense> {
+    fn build(&self, name: &str, client: &ClientContext) -> Result<Defense> {
         let field = |f: &str| format!("defense `{name}`: {f}");
+        if self.calibrate && client.model.arch == crate::model::Arch::Gat {
+            // GAT weighs edges by attention only: A^c would get no task gradient.
+            return Err(Error::param("model.arch", "solitude's calibration learns edge weights that GCN and GraphSAGE aggregate with; GAT ignores them (use gcn or sage, or calibrate: false)"));
+        }
         for (f, v) in [("gamma", self.gamma), ("lambda1", self.lambda1), ("lambda2", self.lambda2)] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::param(field(f), format!("{v} is not allowed; allowed: a finite weight ≥ 0")));
@@ -155,8 +159,9 @@ impl super::DefenseConfig for SolitudeConfig {
         let state = Arc::new(Solitude {
             cfg: self.clone(),
             features: PerturbFeatures::new(name, &features)?,
-            edges: PerturbEdges::new(name, &edges)?,
-            clients: Mutex::new(BTreeMap::new()),
+            edges: PerturbEdges::new(name, &edges, client.client)?,
+            client: client.client,
+            adjacency: Mutex::new(None),
         });
         let d = Defense::new(name).with_data(state.clone()).with_loss(DropTransform { ky: self.ky, forward_correction: true });
         Ok(if self.calibrate { d.with_trainer(Calibration(state)) } else { d })
@@ -167,8 +172,9 @@ struct Solitude {
     cfg: SolitudeConfig,
     features: PerturbFeatures,
     edges: PerturbEdges,
-    /// Each client's learned adjacency.
-    clients: Mutex<BTreeMap<usize, Arc<Mutex<Adjacency>>>>,
+    client: usize,
+    /// The client's learned adjacency, from its reported graph on.
+    adjacency: Mutex<Option<Adjacency>>,
 }
 
 /// A client's A^c: one weight per entry of its reported graph's CSR (row v, sender u),
@@ -252,9 +258,9 @@ pub fn smooth_features(graph: &Graph, x: &DenseMatrix, steps: usize) -> DenseMat
 }
 
 impl DataTransform for Solitude {
-    fn apply(&self, client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
+    fn apply(&self, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
         self.features.perturb(data, rng)?;
-        let perturbed = self.edges.perturb(client, data, rng)?;
+        let perturbed = self.edges.perturb(data, rng)?;
         // Smoothed once over the reported graph, as the released code's cached x_prop.
         if self.cfg.kx > 0 {
             data.features = Features::Dense(smooth_features(&data.graph, &data.features.to_dense(), self.cfg.kx));
@@ -264,7 +270,7 @@ impl DataTransform for Solitude {
             Some(p) => p.fake.clone(),
             None => vec![false; data.graph.csr().1.len()],
         };
-        self.clients.lock().expect("solitude state").insert(client, Arc::new(Mutex::new(Adjacency::new(fake))));
+        *self.adjacency.lock().expect("solitude state") = Some(Adjacency::new(fake));
         cost.protects = format!(
             "node features (multi-bit, ε_x = {}) and {}: ε = ε_x + ε_a per node",
             self.cfg.epsilon_x.value(),
@@ -279,8 +285,13 @@ impl DataTransform for Solitude {
 struct Calibration(Arc<Solitude>);
 
 impl Calibration {
-    fn adjacency(&self, client: usize) -> Result<Arc<Mutex<Adjacency>>> {
-        self.0.clients.lock().expect("solitude state").get(&client).cloned().ok_or_else(|| Error::Other(format!("solitude: client {client} has no reported graph")))
+    /// The client's adjacency, locked; the data transform sets it.
+    fn adjacency(&self) -> Result<std::sync::MutexGuard<'_, Option<Adjacency>>> {
+        let guard = self.0.adjacency.lock().expect("solitude state");
+        match guard.is_some() {
+            true => Ok(guard),
+            false => Err(Error::Other(format!("solitude: client {} has no reported graph", self.0.client))),
+        }
     }
 }
 
@@ -289,25 +300,23 @@ impl LocalTrainer for Calibration {
         "solitude-calibration"
     }
 
-    fn prepare(&self, client: usize, data: &LocalData, model: &ModelConfig, _cfg: &TrainConfig, _rounds: usize, _rng: &mut Rng) -> Result<()> {
-        if model.arch == crate::model::Arch::Gat {
-            // GAT weighs edges by attention only: A^c would get no task gradient.
-            return Err(Error::param("model.arch", "solitude's calibration learns edge weights that GCN and GraphSAGE aggregate with; GAT ignores them (use gcn or sage, or calibrate: false)"));
-        }
-        let adjacency = self.adjacency(client)?;
-        let entries = adjacency.lock().expect("adjacency").weights.len();
+    fn prepare(&self, data: &LocalData, _rng: &mut Rng) -> Result<()> {
+        let entries = self.adjacency()?.as_ref().map_or(0, |a| a.weights.len());
         let (indptr, _) = data.graph.csr();
         if entries != indptr[indptr.len() - 1] {
-            return Err(Error::Other(format!("solitude: client {client}'s graph changed after edge perturbation (list solitude after other graph defenses)")));
+            return Err(Error::Other(format!(
+                "solitude: client {}'s graph changed after edge perturbation (list solitude after other graph defenses)",
+                self.0.client
+            )));
         }
         Ok(())
     }
 
     fn train(&self, model: NodeClassifier, call: &mut TrainCall<'_>, _next: &dyn NextTrainer) -> Result<(NodeClassifier, LocalStats)> {
-        let (client, data, cfg, loss) = (call.client, call.data, call.cfg, call.loss);
+        let (data, cfg, loss) = (call.data, call.cfg, call.loss);
         let (optim, rng) = (&mut *call.optim, &mut *call.rng);
-        let adjacency = self.adjacency(client)?;
-        let mut adjacency = adjacency.lock().expect("adjacency");
+        let mut guard = self.adjacency()?;
+        let adjacency = guard.as_mut().expect("checked by adjacency()");
         let c = &self.0.cfg;
         let entries = adjacency.weights.len();
         if entries == 0 {
@@ -334,9 +343,9 @@ impl LocalTrainer for Calibration {
     }
 
     /// Calibration spends nothing (post-processing); its line reports what it did.
-    fn privacy_spent(&self, client: usize, _rounds: usize) -> Option<PrivacyCost> {
-        let adjacency = self.adjacency(client).ok()?;
-        let a = adjacency.lock().expect("adjacency");
+    fn privacy_spent(&self, _rounds: usize) -> Option<PrivacyCost> {
+        let guard = self.adjacency().ok()?;
+        let a = guard.as_ref()?;
         let kept = a.weights.iter().filter(|&&w| w > 0.0).count();
         let (removed, removed_fake) = a.removed();
         let effects = BTreeMap::from([
@@ -418,13 +427,14 @@ mod tests {
         let state = Solitude {
             cfg: cfg.clone(),
             features: PerturbFeatures::new("s", &LdpFeaturesConfig { epsilon: cfg.epsilon_x, mechanism: Mechanism::MultiBit, features: FeatureSource::Raw, range: default_range(), delta: 1e-5, m: None }).unwrap(),
-            edges: PerturbEdges::new("s", &EdgeLdpConfig { epsilon: cfg.epsilon_a, symmetrize: Symmetrize::None, max_edges: 1000 }).unwrap(),
-            clients: Mutex::new(BTreeMap::new()),
+            edges: PerturbEdges::new("s", &EdgeLdpConfig { epsilon: cfg.epsilon_a, symmetrize: Symmetrize::None, max_edges: 1000 }, 0).unwrap(),
+            client: 0,
+            adjacency: Mutex::new(None),
         };
         let (graph, _) = Graph::from_edges(4, [(0, 1), (1, 2), (2, 3)], "t").unwrap();
         let x = DenseMatrix { rows: 4, cols: 2, data: vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0] };
         let mut data = LocalData { graph: graph.clone(), features: Features::Dense(x.clone()), labels: vec![Some(0); 4], roles: vec![Role::Train; 4], classes: 2, label_transition: None, feature_kprop: 0 };
-        state.apply(0, &mut data, &mut crate::rng::derive(1, "t", &[])).unwrap();
+        state.apply(&mut data, &mut crate::rng::derive(1, "t", &[])).unwrap();
         assert_eq!(data.feature_kprop, 0, "no KProp left to the model");
         // Path 0–1–2–3, degrees (1, 2, 2, 1), weights 1/sqrt(d_u·d_v) (r = 1/√2 on the end
         // edges, h = 1/2 on the middle one), two rounds by hand: column 0 = (1, 0, 1, 0) →
@@ -435,7 +445,7 @@ mod tests {
         let got = data.features.to_dense().data;
         assert!(got.iter().zip(&expected).all(|(a, b)| (a - b).abs() < 1e-6), "{got:?} vs {expected:?}");
         // Calibration has an A^c for the client, one weight per arc, none fake.
-        let a = state.clients.lock().unwrap()[&0].lock().unwrap().clone();
+        let a = state.adjacency.lock().unwrap().clone().expect("an adjacency");
         assert_eq!((a.weights.len(), a.mean_weight(Some(true)), a.removed()), (6, 0.0, (0, 0)));
     }
 }

@@ -1,4 +1,4 @@
-//! The client-side seam: defenses, split into the three roles they play.
+//! The client-side seam: defenses, split into the roles they play.
 //!
 //! - [`DataTransform`]: changes the client's data once, before round 1 (LDP on
 //!   features, labels or edges; label-DP). Whatever leaves the client afterwards is
@@ -13,38 +13,68 @@
 //!   it (clip and noise the update) or replacing the loop (DP-GNN, Solitude's
 //!   calibration; at most one, run innermost).
 //!
-//! A [`Defense`] bundles the roles one defense plays; a [`ClientPipeline`] is the
-//! ordered list of a scenario's defenses.
-
-use std::sync::Arc;
+//! A scenario's defenses form a [`ClientPipeline`] of [`DefenseBuilder`]s. Each client
+//! gets its own instance of every defense, built from a [`ClientContext`] (Flower's
+//! client apps work the same way): a [`Defense`] bundles the roles that instance plays
+//! and holds whatever state they share for that one client, and the client's
+//! [`ClientDefenses`] runs them in order.
 
 use super::RoundContext;
 use crate::error::{Error, Result};
+use crate::model::ModelConfig;
 use crate::privacy::PrivacyCost;
 use crate::rng::Rng;
-use crate::train::{LocalData, LocalTrainer, Loss};
+use crate::train::{LocalData, LocalTrainer, Loss, TrainConfig};
 
-pub trait DataTransform: Send + Sync {
-    /// Transform `client`'s data; return what it spent of the client's privacy (the
-    /// pipeline fills in `defense` with the defense's name).
-    fn apply(&self, client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>>;
+/// What a defense knows of the client it builds an instance for, before the client's
+/// data is touched: who it is and how it will train.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientContext<'a> {
+    pub client: usize,
+    pub model: &'a ModelConfig,
+    pub train: &'a TrainConfig,
+    /// Rounds of the federation (a client may train in fewer).
+    pub rounds: usize,
 }
 
-/// A defense shares its state between roles through an `Arc`.
-impl<T: DataTransform + ?Sized> DataTransform for Arc<T> {
-    fn apply(&self, client: usize, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
-        (**self).apply(client, data, rng)
+/// A defense as a scenario declares it: it builds one instance per client.
+pub trait DefenseBuilder: Send + Sync {
+    /// The defense's name, as the scenario names it.
+    fn name(&self) -> &str;
+    /// `client`'s instance; an error names the parameter at fault.
+    fn build(&self, client: &ClientContext) -> Result<Defense>;
+}
+
+/// A closure is a builder (tests and one-off defenses): `(name, |ctx| …)`.
+impl<F: Fn(&ClientContext) -> Result<Defense> + Send + Sync> DefenseBuilder for (String, F) {
+    fn name(&self) -> &str {
+        &self.0
+    }
+    fn build(&self, client: &ClientContext) -> Result<Defense> {
+        (self.1)(client)
+    }
+}
+
+pub trait DataTransform: Send + Sync {
+    /// Transform the client's data; return what it spent of the client's privacy (the
+    /// pipeline fills in `defense` with the defense's name).
+    fn apply(&self, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>>;
+}
+
+/// An instance shares its state between its roles through an `Arc`.
+impl<T: DataTransform + ?Sized> DataTransform for std::sync::Arc<T> {
+    fn apply(&self, data: &mut LocalData, rng: &mut Rng) -> Result<Option<PrivacyCost>> {
+        (**self).apply(data, rng)
     }
 }
 
 pub trait RoundTransform: Send + Sync {
-    /// Transform `client`'s data at the start of `round`, one it trains in.
+    /// Transform the client's data at the start of `round`, one it trains in.
     /// `received_logits` runs the model the client received this round on its data as
     /// held (`[nodes × classes]`, row-major); call it only when needed. Returns whether
     /// the data changed.
     fn apply(
         &self,
-        client: usize,
         round: RoundContext,
         data: &mut LocalData,
         received_logits: &mut dyn FnMut() -> Vec<f32>,
@@ -52,32 +82,32 @@ pub trait RoundTransform: Send + Sync {
     ) -> Result<bool>;
 }
 
-impl<T: RoundTransform + ?Sized> RoundTransform for Arc<T> {
+impl<T: RoundTransform + ?Sized> RoundTransform for std::sync::Arc<T> {
     fn apply(
         &self,
-        client: usize,
         round: RoundContext,
         data: &mut LocalData,
         received_logits: &mut dyn FnMut() -> Vec<f32>,
         rng: &mut Rng,
     ) -> Result<bool> {
-        (**self).apply(client, round, data, received_logits, rng)
+        (**self).apply(round, data, received_logits, rng)
     }
 }
 
 pub trait LossTransform: Send + Sync {
-    /// The loss `client` trains with, given `inner` (cross-entropy or what earlier
+    /// The loss the client trains with, given `inner` (cross-entropy or what earlier
     /// defenses made of it) and the client's data after every data transform.
-    fn wrap(&self, client: usize, data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>>;
+    fn wrap(&self, data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>>;
 }
 
-impl<T: LossTransform + ?Sized> LossTransform for Arc<T> {
-    fn wrap(&self, client: usize, data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
-        (**self).wrap(client, data, inner)
+impl<T: LossTransform + ?Sized> LossTransform for std::sync::Arc<T> {
+    fn wrap(&self, data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
+        (**self).wrap(data, inner)
     }
 }
 
-/// One defense: its name (as the scenario names it) and the roles it plays.
+/// One client's instance of one defense: its name (as the scenario names it) and the
+/// roles it plays.
 pub struct Defense {
     pub name: String,
     pub data: Option<Box<dyn DataTransform>>,
@@ -112,15 +142,31 @@ impl Defense {
 /// A scenario's defenses, in their declared order.
 #[derive(Default)]
 pub struct ClientPipeline {
+    builders: Vec<Box<dyn DefenseBuilder>>,
+}
+
+impl ClientPipeline {
+    pub fn new(builders: Vec<Box<dyn DefenseBuilder>>) -> ClientPipeline {
+        ClientPipeline { builders }
+    }
+
+    /// The client's own instances of every defense, in order.
+    pub fn for_client(&self, client: &ClientContext) -> Result<ClientDefenses> {
+        ClientDefenses::new(self.builders.iter().map(|b| b.build(client)).collect::<Result<_>>()?)
+    }
+}
+
+/// One client's defense instances, in the declared order.
+pub struct ClientDefenses {
     defenses: Vec<Defense>,
     /// The defenses with a trainer, outermost first: the wrapping ones in declared order,
     /// then the one that replaces the loop, if any.
     trainers: Vec<usize>,
 }
 
-impl ClientPipeline {
+impl ClientDefenses {
     /// Rejects more than one defense that replaces the local training loop.
-    pub fn new(defenses: Vec<Defense>) -> Result<ClientPipeline> {
+    pub fn new(defenses: Vec<Defense>) -> Result<ClientDefenses> {
         let with = |wraps: bool| -> Vec<usize> {
             defenses.iter().enumerate().filter(|(_, d)| d.trainer.as_ref().is_some_and(|t| t.wraps() == wraps)).map(|(i, _)| i).collect()
         };
@@ -136,16 +182,16 @@ impl ClientPipeline {
             ));
         }
         trainers.extend(replacing);
-        Ok(ClientPipeline { trainers, defenses })
+        Ok(ClientDefenses { trainers, defenses })
     }
 
-    /// Apply every data transform in order to `client`'s data. The k-th transform
-    /// draws from `rng(k)`, its own stream. Returns the privacy spent, in order.
-    pub fn transform_data(&self, client: usize, data: &mut LocalData, mut rng: impl FnMut(usize) -> Rng) -> Result<Vec<PrivacyCost>> {
+    /// Apply every data transform in order. The k-th defense draws from `rng(k)`, its own
+    /// stream. Returns the privacy spent, in order.
+    pub fn transform_data(&self, data: &mut LocalData, mut rng: impl FnMut(usize) -> Rng) -> Result<Vec<PrivacyCost>> {
         let mut spent = Vec::new();
         for (k, d) in self.defenses.iter().enumerate() {
             if let Some(t) = &d.data
-                && let Some(mut cost) = t.apply(client, data, &mut rng(k))?
+                && let Some(mut cost) = t.apply(data, &mut rng(k))?
             {
                 cost.defense = d.name.clone();
                 spent.push(cost);
@@ -159,11 +205,10 @@ impl ClientPipeline {
         self.defenses.iter().any(|d| d.round.is_some())
     }
 
-    /// Apply every round transform in order to `client`'s data at the start of `round`;
-    /// the k-th draws from `rng(k)`. Returns whether the data changed.
+    /// Apply every round transform in order at the start of `round`; the k-th draws from
+    /// `rng(k)`. Returns whether the data changed.
     pub fn transform_round(
         &self,
-        client: usize,
         round: RoundContext,
         data: &mut LocalData,
         received_logits: &mut dyn FnMut() -> Vec<f32>,
@@ -172,18 +217,18 @@ impl ClientPipeline {
         let mut changed = false;
         for (k, d) in self.defenses.iter().enumerate() {
             if let Some(t) = &d.round {
-                changed |= t.apply(client, round, data, received_logits, &mut rng(k))?;
+                changed |= t.apply(round, data, received_logits, &mut rng(k))?;
             }
         }
         Ok(changed)
     }
 
-    /// `client`'s loss: cross-entropy wrapped by every loss transform in order.
-    pub fn loss(&self, client: usize, data: &LocalData) -> Result<Box<dyn Loss>> {
+    /// The client's loss: cross-entropy wrapped by every loss transform in order.
+    pub fn loss(&self, data: &LocalData) -> Result<Box<dyn Loss>> {
         let mut loss: Box<dyn Loss> = Box::new(crate::train::CrossEntropy);
         for d in &self.defenses {
             if let Some(t) = &d.loss {
-                loss = t.wrap(client, data, loss)?;
+                loss = t.wrap(data, loss)?;
             }
         }
         Ok(loss)

@@ -21,7 +21,7 @@ use rand::seq::SliceRandom;
 use rayon::prelude::*;
 use serde::Serialize;
 
-pub use client::{ClientPipeline, DataTransform, Defense, LossTransform, RoundTransform};
+pub use client::{ClientContext, ClientDefenses, ClientPipeline, DataTransform, Defense, DefenseBuilder, LossTransform, RoundTransform};
 pub use config::{FederationConfig, Weighting};
 pub use params::{ModelParams, ParamTensor};
 pub use strategy::{
@@ -117,10 +117,11 @@ pub struct FedResult {
     pub round_seconds: Vec<f64>,
 }
 
-/// One client's state: its host data (as transformed by its defenses), device
+/// One client's state: its defenses, its host data (as they transformed it), device
 /// tensors, loss, FedAvg weight, and (when kept between rounds) its optimizer.
 struct ClientState {
     id: usize,
+    defenses: ClientDefenses,
     local: LocalData,
     tensors: ClientTensors,
     loss: Box<dyn Loss>,
@@ -133,7 +134,8 @@ struct ClientState {
 pub struct Federation {
     setup: FederationSetup,
     clients: Vec<ClientState>,
-    pipeline: ClientPipeline,
+    /// Whether any client's defenses change its data between rounds.
+    round_transforms: bool,
     template: NodeClassifier,
     server: Arc<ServerContext>,
     classes: usize,
@@ -143,10 +145,9 @@ pub struct Federation {
 /// What a client's training derives from its host data: device tensors, loss, FedAvg
 /// weight (built again when a round transform changes the data).
 fn derived(
-    id: usize,
     local: &LocalData,
     setup: &FederationSetup,
-    pipeline: &ClientPipeline,
+    defenses: &ClientDefenses,
     classes: usize,
     device: &Device,
 ) -> Result<(ClientTensors, Box<dyn Loss>, usize)> {
@@ -154,12 +155,13 @@ fn derived(
         Weighting::Train => local.count(Role::Train),
         Weighting::All => local.graph.num_nodes(),
     };
-    Ok((ClientTensors::new(local, setup.model.first_width(classes), device)?, pipeline.loss(id, local)?, weight))
+    Ok((ClientTensors::new(local, setup.model.first_width(classes), device)?, defenses.loss(local)?, weight))
 }
 
 impl Federation {
-    /// The one way to build a federation. `clients[i]` is client i's private data;
-    /// `pipeline`'s data transforms are applied to it here, once, in order.
+    /// The one way to build a federation. `clients[i]` is client i's private data; it
+    /// gets its own instance of each of `pipeline`'s defenses, whose data transforms are
+    /// applied to it here, once, in order.
     pub fn new(
         setup: FederationSetup,
         device: Device,
@@ -170,32 +172,34 @@ impl Federation {
         let mut states = Vec::with_capacity(clients.len());
         let mut in_dim = None;
         for (id, mut local) in clients.into_iter().enumerate() {
-            let privacy =
-                pipeline.transform_data(id, &mut local, |k| rng::derive(setup.seed, "client-transform", &[id as u64, k as u64]))?;
+            let context = ClientContext { client: id, model: &setup.model, train: &setup.train, rounds: setup.federation.rounds };
+            let defenses = pipeline.for_client(&context)?;
+            let privacy = defenses.transform_data(&mut local, |k| rng::derive(setup.seed, "client-transform", &[id as u64, k as u64]))?;
             let d = local.features.cols();
             if *in_dim.get_or_insert(d) != d {
                 return Err(Error::Other(format!("client {id} has {d} feature columns, others {}", in_dim.unwrap_or(0))));
             }
-            for (k, (trainer, _)) in pipeline.trainers().into_iter().enumerate() {
+            for (k, (trainer, _)) in defenses.trainers().into_iter().enumerate() {
                 // The trainer that replaces the loop keeps the stream it had alone; each
                 // wrapping one gets its own, so adding one changes no other's draws.
                 let mut rng = match trainer.wraps() {
                     false => rng::derive(setup.seed, "client-trainer", &[id as u64]),
                     true => rng::derive(setup.seed, "client-trainer-wrap", &[id as u64, k as u64]),
                 };
-                trainer.prepare(id, &local, &setup.model, &setup.train, setup.federation.rounds, &mut rng)?;
+                trainer.prepare(&local, &mut rng)?;
             }
-            let (tensors, loss, weight) = derived(id, &local, &setup, &pipeline, classes, &device)?;
-            states.push(ClientState { id, local, tensors, loss, weight, privacy, optimizer: Mutex::new(None) });
+            let (tensors, loss, weight) = derived(&local, &setup, &defenses, classes, &device)?;
+            states.push(ClientState { id, defenses, local, tensors, loss, weight, privacy, optimizer: Mutex::new(None) });
         }
         // Labels a defense holds back until a later round do not count yet.
-        if states.iter().all(|s| s.weight == 0 || s.tensors.train.len == 0) && !pipeline.has_round_transforms() {
+        let round_transforms = states.iter().any(|s| s.defenses.has_round_transforms());
+        if states.iter().all(|s| s.weight == 0 || s.tensors.train.len == 0) && !round_transforms {
             return Err(Error::param("split", "no client has training nodes; nothing can be trained"));
         }
         let in_dim = in_dim.ok_or_else(|| Error::param("partition.clients", "there are no clients"))?;
         let template = setup.model.init(in_dim, classes, rng_seed(setup.seed, "model-init"), &device.clone().autodiff())?;
         let server = Arc::new(ServerContext::new(&setup, states.len(), &template, in_dim, classes, device.clone()));
-        Ok(Federation { setup, clients: states, pipeline, template, server, classes, device })
+        Ok(Federation { setup, clients: states, round_transforms, template, server, classes, device })
     }
 
     /// What the server knows (architecture, dimensions, protocol, device).
@@ -209,8 +213,6 @@ impl Federation {
         let threat_model = strategy.threat_model();
         let cfg = &self.setup;
         let template = &self.template;
-        let trainers = self.pipeline.trainers();
-        let chain: Vec<&dyn LocalTrainer> = trainers.iter().map(|t| t.0).collect();
         let mut global = ModelParams::of(template);
         let parameters = global.num_values();
 
@@ -227,7 +229,7 @@ impl Federation {
                 .iter()
                 .map(|&i| strategy.before_broadcast(&ctx, self.clients[i].id, &global).unwrap_or_else(|| global.clone()))
                 .collect();
-            if self.pipeline.has_round_transforms() {
+            if self.round_transforms {
                 for (k, &i) in selected.iter().enumerate() {
                     let s = &mut self.clients[i];
                     let (tensors, local) = (&s.tensors, &mut s.local);
@@ -236,8 +238,8 @@ impl Federation {
                         out.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 logits")
                     };
                     let rng = |j: usize| rng::derive(cfg.seed, "client-round-transform", &[s.id as u64, round as u64, j as u64]);
-                    if self.pipeline.transform_round(s.id, ctx, local, &mut logits, rng)? {
-                        (s.tensors, s.loss, s.weight) = derived(s.id, &s.local, cfg, &self.pipeline, self.classes, &self.device)?;
+                    if s.defenses.transform_round(ctx, local, &mut logits, rng)? {
+                        (s.tensors, s.loss, s.weight) = derived(&s.local, cfg, &s.defenses, self.classes, &self.device)?;
                     }
                 }
             }
@@ -253,7 +255,6 @@ impl Federation {
                     _ => train::optimizer(&cfg.train),
                 };
                 let mut call = train::TrainCall {
-                    client: s.id,
                     round,
                     local: &s.local,
                     data: &s.tensors,
@@ -262,6 +263,7 @@ impl Federation {
                     optim: &mut optim,
                     rng: &mut r,
                 };
+                let chain: Vec<&dyn LocalTrainer> = s.defenses.trainers().into_iter().map(|(t, _)| t).collect();
                 let (model, stats) = train::NextTrainer::train(&train::TrainerChain(&chain), model, &mut call)?;
                 if cfg.train.keep_optimizer_state {
                     *slot = Some(optim);
@@ -363,8 +365,8 @@ impl Federation {
             .zip(&trained)
             .map(|(s, &rounds)| {
                 let mut spent = s.privacy.clone();
-                for (trainer, name) in &trainers {
-                    if let Some(mut cost) = trainer.privacy_spent(s.id, rounds) {
+                for (trainer, name) in s.defenses.trainers() {
+                    if let Some(mut cost) = trainer.privacy_spent(rounds) {
                         cost.defense = name.to_string();
                         spent.push(cost);
                     }

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use super::spec::Matrix;
 use super::store;
+use crate::atomic::write_file;
 use crate::error::{Error, Result};
-use crate::results::write_atomic;
 
 /// Files written, and the number of commands.
 pub struct Emitted {
@@ -48,7 +48,7 @@ pub fn emit(m: &Matrix, out: &Path, data_dir: Option<&Path>) -> Result<Emitted> 
     for &(c, seed) in &runs {
         let cell = &m.cells[c];
         let file = scenarios.join(format!("{},seed={seed}.yaml", cell.id));
-        write_atomic(&file, cell.scenario_for(seed).to_yaml().as_bytes())?;
+        write_file(&file, cell.scenario_for(seed).to_yaml().as_bytes())?;
         let run_dir = store::run_dir(&out, &cell.id, seed);
         commands.push_str(&format!(
             "[ -f {} ] || \"${{FGL_SIM:-fgl-sim}}\" run {} --out {} --force --quiet{data}\n",
@@ -58,7 +58,7 @@ pub fn emit(m: &Matrix, out: &Path, data_dir: Option<&Path>) -> Result<Emitted> 
         ));
     }
     let list = dir.join("commands.txt");
-    write_atomic(&list, commands.as_bytes())?;
+    write_file(&list, commands.as_bytes())?;
     let n = runs.len();
     let line = format!("sed -n \"$(({{INDEX}} + 1))p\" {}", sh(&list.display().to_string()));
     let slurm = format!(
@@ -81,7 +81,7 @@ pub fn emit(m: &Matrix, out: &Path, data_dir: Option<&Path>) -> Result<Emitted> 
         logs_q = sh(&dir.join("logs").display().to_string()),
         sed = line.replace("{INDEX}", "SLURM_ARRAY_TASK_ID"),
     );
-    write_atomic(&dir.join("slurm.sh"), slurm.as_bytes())?;
+    write_file(&dir.join("slurm.sh"), slurm.as_bytes())?;
     let k8s_name: String =
         format!("fgl-sim-{}", m.name).to_lowercase().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).take(52).collect();
     let manifest = serde_json::json!({
@@ -114,6 +114,6 @@ pub fn emit(m: &Matrix, out: &Path, data_dir: Option<&Path>) -> Result<Emitted> 
         out.display(),
         serde_norway::to_string(&manifest).expect("yaml")
     );
-    write_atomic(&dir.join("k8s-job.yaml"), k8s.as_bytes())?;
+    write_file(&dir.join("k8s-job.yaml"), k8s.as_bytes())?;
     Ok(Emitted { dir, commands: n })
 }

@@ -12,9 +12,9 @@ use serde_json::Value as Json;
 use super::spec::Matrix;
 use super::stats::*;
 use super::{figures, html};
+use crate::atomic::write_file;
 use crate::error::{Error, Result};
 use crate::record::RunState;
-use crate::results::write_atomic;
 
 /// A number as the CSV writes it: shortest round-trip form, `inf`, empty for none/NaN.
 fn csv_num(x: Option<f64>) -> String {
@@ -95,13 +95,13 @@ pub fn write(m: &Matrix, out: &Path, rows: &[Row], prov: &Provenance) -> Result<
     let figdir = out.join("figures");
     std::fs::create_dir_all(&figdir).map_err(|e| Error::output(&figdir, format!("cannot create: {e}")))?;
     for f in &figs {
-        write_atomic(&figdir.join(&f.file), f.svg.as_bytes())?;
+        write_file(&figdir.join(&f.file), f.svg.as_bytes())?;
     }
-    write_atomic(&out.join("cells.csv"), cells_csv(m, rows).as_bytes())?;
+    write_file(&out.join("cells.csv"), cells_csv(m, rows).as_bytes())?;
     let json = report_json(m, rows, &stats, &groups, prov);
-    write_atomic(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("json").as_bytes())?;
-    write_atomic(&out.join("report.md"), markdown(m, rows, &stats, &groups, &figs, prov).as_bytes())?;
-    write_atomic(&out.join("report.html"), html::page(m, rows, &stats, &groups, &figs, prov).as_bytes())?;
+    write_file(&out.join("report.json"), serde_json::to_string_pretty(&json).expect("json").as_bytes())?;
+    write_file(&out.join("report.md"), markdown(m, rows, &stats, &groups, &figs, prov).as_bytes())?;
+    write_file(&out.join("report.html"), html::page(m, rows, &stats, &groups, &figs, prov).as_bytes())?;
     Ok(())
 }
 

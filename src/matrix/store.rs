@@ -9,32 +9,16 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::record::{RunState, state};
-use crate::results::write_atomic;
 
 /// `<out>/cells/<id>/seed=<seed>`.
 pub fn run_dir(out: &Path, id: &str, seed: u64) -> PathBuf {
     out.join("cells").join(id).join(format!("seed={seed}"))
 }
 
-/// Write `files` as run directory `dir` in one step: into a hidden sibling first, then
-/// renamed over whatever `dir` held (a failed attempt's record).
+/// Write `files` as run directory `dir` whole, replacing whatever `dir` held (a failed
+/// attempt's record).
 pub fn put(dir: &Path, files: &[(&str, &str)]) -> Result<()> {
-    let parent = dir.parent().expect("a run dir has a parent");
-    let leaf = dir.file_name().and_then(|n| n.to_str()).expect("a run dir has a name");
-    fs::create_dir_all(parent).map_err(|e| Error::output(parent, format!("cannot create: {e}")))?;
-    let tmp = parent.join(format!(".{leaf}.tmp-{}-{:?}", std::process::id(), std::thread::current().id()).replace(['(', ')'], ""));
-    let _ = fs::remove_dir_all(&tmp);
-    fs::create_dir(&tmp).map_err(|e| Error::output(&tmp, format!("cannot create: {e}")))?;
-    for (name, contents) in files {
-        write_atomic(&tmp.join(name), contents.as_bytes())?;
-    }
-    if dir.exists() {
-        fs::remove_dir_all(dir).map_err(|e| Error::output(dir, format!("cannot replace the failed attempt: {e}")))?;
-    }
-    fs::rename(&tmp, dir).map_err(|e| {
-        let _ = fs::remove_dir_all(&tmp);
-        Error::output(dir, format!("cannot move the finished run into place: {e}"))
-    })
+    crate::atomic::write_dir(dir, files)
 }
 
 /// Remove the hidden run directories that killed processes left behind (those of live
@@ -44,11 +28,7 @@ pub fn remove_leftovers(out: &Path) {
     for cell in cells.flatten() {
         let Ok(entries) = fs::read_dir(cell.path()) else { continue };
         for e in entries.flatten() {
-            let name = e.file_name().to_string_lossy().to_string();
-            let Some(rest) = name.strip_prefix('.').and_then(|n| n.split_once(".tmp-")).map(|(_, r)| r.to_string()) else { continue };
-            let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
-            let alive = pid.is_some_and(|p| p == std::process::id() || Path::new(&format!("/proc/{p}")).exists());
-            if !alive {
+            if crate::atomic::leftover_of_dead_process(&e.file_name().to_string_lossy()) {
                 let _ = fs::remove_dir_all(e.path());
             }
         }

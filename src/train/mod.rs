@@ -20,7 +20,7 @@ pub use config::{OptimizerKind, Selection, TrainConfig};
 
 use crate::data::{Dataset, Features, Graph, Role, Split};
 use crate::error::Result;
-use crate::model::{GraphTensors, ModelConfig, NodeClassifier, NodeInput, Output};
+use crate::model::{GraphTensors, NodeClassifier, NodeInput, Output};
 use crate::partition::Client;
 use crate::privacy::PrivacyCost;
 use crate::rng::Rng;
@@ -480,7 +480,6 @@ impl Selector {
 
 /// One round of one client's local training, as a [`LocalTrainer`] sees it.
 pub struct TrainCall<'a> {
-    pub client: usize,
     pub round: usize,
     /// The client's host data, as `data` holds it on the device.
     pub local: &'a LocalData,
@@ -512,27 +511,19 @@ pub trait LocalTrainer: Send + Sync {
         false
     }
 
-    /// Get ready to train `client` (`data`: its data after every data transform) with
-    /// `model` for `rounds` rounds of `cfg`, before round 1: e.g. plan its privacy budget
-    /// and refuse a scenario that would overspend it. `rng` is the client's own stream.
-    fn prepare(
-        &self,
-        _client: usize,
-        _data: &LocalData,
-        _model: &ModelConfig,
-        _cfg: &TrainConfig,
-        _rounds: usize,
-        _rng: &mut Rng,
-    ) -> Result<()> {
+    /// Get ready to train the client it was built for, on `data` (its data after every
+    /// data transform), before round 1: e.g. plan its privacy budget and refuse a
+    /// scenario that would overspend it. `rng` is the client's own stream.
+    fn prepare(&self, _data: &LocalData, _rng: &mut Rng) -> Result<()> {
         Ok(())
     }
 
-    /// Train `model` (on an autodiff device) for one round of `call.client`.
+    /// Train `model` (on an autodiff device) for one round.
     fn train(&self, model: NodeClassifier, call: &mut TrainCall<'_>, next: &dyn NextTrainer) -> Result<(NodeClassifier, LocalStats)>;
 
-    /// Privacy spent by `client` after it trained `rounds` rounds with this trainer,
-    /// for trainers that account for it (DP-SGD); `None` otherwise.
-    fn privacy_spent(&self, _client: usize, _rounds: usize) -> Option<PrivacyCost> {
+    /// Privacy the client spent after it trained `rounds` rounds with this trainer, for
+    /// trainers that account for it (DP-SGD); `None` otherwise.
+    fn privacy_spent(&self, _rounds: usize) -> Option<PrivacyCost> {
         None
     }
 }
