@@ -17,6 +17,10 @@ pub enum Error {
     #[error("matrix {file}: {field}: {msg}")]
     Matrix { file: String, field: String, msg: String },
 
+    /// A paper-table file (`fgl-sim reproduce table`) has a bad field.
+    #[error("table {file}: {field}: {msg}")]
+    Table { file: String, field: String, msg: String },
+
     /// A parameter outside its allowed range (ε ≤ 0, more clients than nodes, …).
     #[error("invalid parameter `{name}`: {msg}")]
     Param { name: String, msg: String },

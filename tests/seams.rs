@@ -469,3 +469,56 @@ fn dp_gnn_ec_lda_code_calibration_is_the_published_one_and_flagged() {
     let e = run::federation(&small, &prepared, Default::default()).err().expect("batch").to_string();
     assert!(e.contains("batch_size") && e.contains("ec-lda-code"), "{e}");
 }
+
+/// A paper table of the user's own, as data (a table file, a base scenario, a CSV of
+/// published values): `reproduce table` runs it without a rebuild and writes
+/// reproduce.csv under the common contract — the published value matched to its cell
+/// by setting, `within` judged by the file's tolerance, the file's note on a miss.
+#[test]
+fn a_paper_table_of_ones_own_runs_from_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    std::fs::copy("scenarios/quickstart.yaml", d.join("base.yaml")).unwrap();
+    let table = "paper: my-paper\nbase: base.yaml\nepochs: 2\npaper_runs: 1\ntolerance_points: 1\npublished: published.csv\n\
+                 intro: \"# My table on {dataset}, {runs} run(s)\\n\"\n\
+                 notes: [{when: 'eps=1;', note: 'labels noised, as the paper did not'}]\n\
+                 cells:\n\
+                 - {id: clean, setting: {defense: none}, set: ['defenses=[none]']}\n\
+                 - {id: labels, setting: {defense: ldp-labels, eps: 1}, set: ['defenses=[{kind: ldp-labels, epsilon: 1}]']}\n";
+    std::fs::write(d.join("table.yaml"), table).unwrap();
+    let published = "table,dataset,model,setting,metric,mean,ci95\ncentralized,synthetic,gcn,eps=1;defense=ldp-labels,test_accuracy,101,\n";
+    std::fs::write(d.join("published.csv"), published).unwrap();
+    let out = d.join("out");
+    let args = ["--runs", "1", "--setting", "centralized"];
+    let o = Command::new(env!("CARGO_BIN_EXE_fgl-sim"))
+        .args(["reproduce", "table", d.join("table.yaml").to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("reproduce.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines[0], fgl_sim::reproduce::CSV_HEADER);
+    assert_eq!(lines.len(), 3, "{csv}");
+    assert!(lines[1].starts_with("my-paper,centralized,synthetic,gcn,defense=none,test_accuracy,1,"), "{}", lines[1]);
+    assert!(lines[1].ends_with(",,,,"), "no published value: {}", lines[1]);
+    // The setting's keys come in the contract's order. Accuracy ≤ 100 % is more than 1
+    // point from 101: a miss, with the file's note (commas become `;`: the CSV is unquoted).
+    let f: Vec<&str> = lines[2].split(',').collect();
+    assert_eq!((f[0], f[4], f[9], f[10], f[11]), ("my-paper", "eps=1;defense=ldp-labels", "101", "", "false"), "{}", lines[2]);
+    assert_eq!(f[12], "labels noised; as the paper did not");
+    let md = std::fs::read_to_string(out.join("reproduce.md")).unwrap();
+    assert!(md.starts_with("# My table on synthetic, 1 run(s)"), "{md}");
+
+    // A bad table is refused naming the file and the field; nothing is written.
+    std::fs::write(d.join("bad.yaml"), table.replace("eps: 1", "colour: 1")).unwrap();
+    let out2 = d.join("out2");
+    let o = Command::new(env!("CARGO_BIN_EXE_fgl-sim"))
+        .args(["reproduce", "table", d.join("bad.yaml").to_str().unwrap(), "--out", out2.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("bad.yaml") && err.contains("cells[1].setting") && err.contains("unknown key `colour`"), "{err}");
+    assert!(!out2.exists());
+}

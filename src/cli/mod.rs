@@ -272,6 +272,30 @@ enum Paper {
         #[command(flatten)]
         common: ReproduceArgs,
     },
+    /// A paper table of your own, as data: a table file (a base scenario, cells of `--set` overrides with their
+    /// `setting`, the paper's protocol) and a CSV of the published values beside it; the built-in
+    /// scenarios/papers/solitude/ is the example. Writes reproduce.csv / reproduce.md under the same contract.
+    Table {
+        /// The table file (YAML).
+        file: PathBuf,
+        /// The dataset every cell runs on (default: the base scenario's).
+        #[arg(long)]
+        dataset: Option<String>,
+        /// Runs (seeds) per cell (default: the table's `paper_runs`).
+        #[arg(long)]
+        runs: Option<usize>,
+        /// Settings to run (repeatable; default both).
+        #[arg(long = "setting", value_enum)]
+        settings: Vec<crate::reproduce::Setting>,
+        /// Only these cells (repeatable; default all), by their `id`.
+        #[arg(long = "cell")]
+        cells: Vec<String>,
+        /// Epochs instead of the table's (a quick look; not the paper's setting).
+        #[arg(long)]
+        epochs: Option<usize>,
+        #[command(flatten)]
+        common: ReproduceArgs,
+    },
 }
 
 /// The completion script for `shell`. clap_complete's bash script names a subcommand's
@@ -542,6 +566,21 @@ fn dispatch(command: Command) -> Result<()> {
             crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() },
             &common,
         ),
+        Command::Reproduce { paper: Paper::Table { file, dataset, runs, settings, cells, epochs, common } } => {
+            use crate::reproduce::table::{self, PaperTable, Variant};
+            let t = PaperTable::load(&file)?;
+            let dataset = match dataset {
+                Some(d) => d,
+                None => crate::scenario::Scenario::parse(&t.base.0, &t.base.1, &[])?.dataset.name,
+            };
+            let runs = runs.unwrap_or(t.spec.paper_runs);
+            let variant = Variant { compare: true, ..Variant::default() };
+            reproduce_table(
+                &|o, out, force| table::run(&t, o, &variant, out, force),
+                crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() },
+                &common,
+            )
+        }
         Command::Privacy { action } => privacy::privacy_cmd(action).map_err(|e| match e {
             // The parameters are named after the flags.
             Error::Param { name, msg } if !name.starts_with("--") => Error::param(format!("--{}", name.replace('_', "-")), msg),

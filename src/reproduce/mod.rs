@@ -16,6 +16,7 @@ pub mod ec_lda;
 pub mod lpgnn;
 pub mod rgnn;
 pub mod solitude;
+pub mod table;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -266,7 +267,7 @@ impl Cells {
 /// A finished reproduction, ready to be written.
 pub struct Report<'a> {
     /// The `paper` column.
-    pub paper: &'static str,
+    pub paper: &'a str,
     pub dataset: &'a str,
     pub cells: &'a Cells,
     /// Markdown above the table: title, protocol, what differs from the paper.
