@@ -39,7 +39,13 @@ pub fn staging_path(dest: &Path, staging: Staging) -> PathBuf {
 pub fn leftover_of_dead_process(name: &str) -> bool {
     let Some((_, rest)) = name.strip_prefix('.').and_then(|n| n.rsplit_once(".tmp-")) else { return false };
     let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { return false };
-    pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists()
+    !process_alive(pid)
+}
+
+/// Whether process `pid` is running (this one included). Where `/proc` is missing every
+/// process counts as running: nothing of another's is ever taken.
+pub fn process_alive(pid: u32) -> bool {
+    pid == std::process::id() || !Path::new("/proc/self").exists() || Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// Fill `dest`'s staging path with `fill`, then rename it over `dest` (a file, or a

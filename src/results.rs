@@ -4,31 +4,33 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{Error, Result};
 
-/// A results directory that has been checked for writing.
+/// A results directory that has been checked for writing, held exclusively.
 #[derive(Debug, Clone)]
 pub struct ResultsDir {
     path: PathBuf,
+    _lock: Arc<DirLock>,
 }
 
 impl ResultsDir {
-    /// Check that `path` may be written: it must not exist, or be an empty directory, or
-    /// `force` must be set. Nothing is created yet: a run that fails before it writes
-    /// leaves no trace.
+    /// Take `path` for writing: no other fgl-sim may be writing there ([`DirLock`]), and
+    /// it must not exist, or be an empty directory, or `force` must be set. A run that
+    /// fails before it writes leaves no trace (the lock, and a directory it created, go).
     pub fn claim(path: &Path, force: bool) -> Result<ResultsDir> {
-        if path.exists() {
-            if !path.is_dir() {
-                return Err(Error::output(path, "exists and is not a directory"));
-            }
-            let non_empty = fs::read_dir(path).map_err(|e| Error::output(path, format!("cannot read: {e}")))?.next().is_some();
-            if non_empty && !force {
-                return Err(Error::output(path, "already holds results; pass --force to overwrite them, or choose another --out"));
-            }
+        if path.exists() && !path.is_dir() {
+            return Err(Error::output(path, "exists and is not a directory"));
         }
-        Ok(ResultsDir { path: path.to_path_buf() })
+        let lock = DirLock::acquire(path)?;
+        let entries = fs::read_dir(path).map_err(|e| Error::output(path, format!("cannot read: {e}")))?;
+        let non_empty = entries.flatten().any(|e| e.file_name() != LOCK_FILE);
+        if non_empty && !force {
+            return Err(Error::output(path, "already holds results; pass --force to overwrite them, or choose another --out"));
+        }
+        Ok(ResultsDir { path: path.to_path_buf(), _lock: Arc::new(lock) })
     }
 
     pub fn path(&self) -> &Path {
@@ -39,6 +41,75 @@ impl ResultsDir {
     pub fn write(&self, name: &str, contents: &[u8]) -> Result<()> {
         fs::create_dir_all(&self.path).map_err(|e| Error::output(&self.path, format!("cannot create: {e}")))?;
         crate::atomic::write_file(&self.path.join(name), contents)
+    }
+}
+
+/// The file that marks a directory as taken: it holds the writer's pid.
+pub const LOCK_FILE: &str = ".fgl-sim.lock";
+
+/// One writer per output directory at a time: `.fgl-sim.lock`, holding the writer's
+/// pid, is created atomically (filled, then hard-linked into place, which fails if the
+/// name exists) and removed when the lock is dropped. A lock left by a process that no
+/// longer runs (killed) is taken over. Two runs, or a run and a matrix, pointed at one
+/// directory would otherwise mix or overwrite each other's files.
+#[derive(Debug)]
+pub struct DirLock {
+    file: PathBuf,
+    /// The directory, if taking the lock created it (removed again if still empty).
+    created: Option<PathBuf>,
+}
+
+impl DirLock {
+    pub fn acquire(dir: &Path) -> Result<DirLock> {
+        let created = (!dir.exists()).then(|| dir.to_path_buf());
+        fs::create_dir_all(dir).map_err(|e| Error::output(dir, format!("cannot create: {e}")))?;
+        let file = dir.join(LOCK_FILE);
+        let staged = crate::atomic::staging_path(&file, crate::atomic::Staging::Private);
+        fs::write(&staged, std::process::id().to_string()).map_err(|e| Error::output(dir, format!("cannot write the lock: {e}")))?;
+        let taken = (|| {
+            for _ in 0..3 {
+                match fs::hard_link(&staged, &file) {
+                    Ok(()) => return Ok(()),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                        let owner = fs::read_to_string(&file).ok().and_then(|p| p.trim().parse::<u32>().ok());
+                        match owner {
+                            Some(pid) if crate::atomic::process_alive(pid) => {
+                                return Err(Error::output(
+                                    dir,
+                                    format!(
+                                        "another fgl-sim (pid {pid}{}) is writing here; wait for it to finish, or choose another --out",
+                                        if pid == std::process::id() { ", this very process" } else { "" }
+                                    ),
+                                ));
+                            }
+                            // Left by a process that is gone: take it over.
+                            _ => {
+                                let _ = fs::remove_file(&file);
+                            }
+                        }
+                    }
+                    Err(e) => return Err(Error::output(dir, format!("cannot take the lock {LOCK_FILE}: {e}"))),
+                }
+            }
+            Err(Error::output(dir, format!("cannot take the lock {LOCK_FILE}: it keeps reappearing")))
+        })();
+        let _ = fs::remove_file(&staged);
+        if let Err(e) = taken {
+            if let Some(d) = &created {
+                let _ = fs::remove_dir(d);
+            }
+            return Err(e);
+        }
+        Ok(DirLock { file, created })
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.file);
+        if let Some(d) = &self.created {
+            let _ = fs::remove_dir(d); // only if empty
+        }
     }
 }
 
@@ -86,15 +157,40 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("run");
         let r = ResultsDir::claim(&dir, false).unwrap();
-        assert!(!dir.exists(), "claim must not create anything");
+        drop(r);
+        assert!(!dir.exists(), "a claim that wrote nothing leaves nothing");
+        let r = ResultsDir::claim(&dir, false).unwrap();
         r.write("metrics.json", b"{\"a\":1}").unwrap();
+        drop(r);
         let e = ResultsDir::claim(&dir, false).unwrap_err().to_string();
         assert!(e.contains("--force"), "{e}");
         assert_eq!(fs::read(dir.join("metrics.json")).unwrap(), b"{\"a\":1}");
         let r = ResultsDir::claim(&dir, true).unwrap();
         r.write("metrics.json", b"{}").unwrap();
+        drop(r);
         assert_eq!(fs::read(dir.join("metrics.json")).unwrap(), b"{}");
-        // No temporary files are left behind.
+        // No temporary files, and no lock, are left behind.
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    }
+
+    /// Issue 27: two writers of one directory mixed their files. The second is refused,
+    /// naming the first, even with --force; a lock whose process is gone is taken over.
+    #[test]
+    fn one_writer_per_directory() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let first = ResultsDir::claim(&dir, false).unwrap();
+        let e = ResultsDir::claim(&dir, true).unwrap_err().to_string();
+        assert!(e.contains("another fgl-sim") && e.contains(&format!("pid {}", std::process::id())), "{e}");
+        let e = DirLock::acquire(&dir).unwrap_err().to_string();
+        assert!(e.contains("another fgl-sim"), "{e}");
+        drop(first);
+        // A killed process's lock (no such pid) does not block.
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join(LOCK_FILE), "4000000000").unwrap();
+        let r = ResultsDir::claim(&dir, false).unwrap();
+        assert_eq!(fs::read_to_string(dir.join(LOCK_FILE)).unwrap(), std::process::id().to_string());
+        drop(r);
+        assert!(!dir.join(LOCK_FILE).exists());
     }
 }

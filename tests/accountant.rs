@@ -192,3 +192,28 @@ fn dp_gnn_default_orders_are_no_worse_than_before() {
     }
     eprintln!("DP-GNN: default orders below the previous ones in {better} settings");
 }
+
+/// Issue 27: D = u64::MAX wrapped K = D + 1 to 0 in release builds, so `privacy epsilon`
+/// printed "K = 0 terms, ε = 0" and dp-gnn trained without noise reporting ε = 0. Both
+/// now refuse D, naming it, and say what is allowed.
+#[test]
+fn a_degree_bound_that_would_overflow_k_is_refused_not_wrapped() {
+    let huge = u64::MAX.to_string();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_fgl-sim"))
+        .args(["privacy", "epsilon", "--accountant", "dp-gnn", "--nodes", "126", "--max-degree", &huge])
+        .args(["--layers", "1", "--batch", "64", "--sigma", "1", "--steps", "20"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    assert!(err.contains("max-degree") && err.contains("too large") && err.contains("allowed"), "{err}");
+
+    let quick = std::fs::read_to_string("scenarios/quickstart.yaml").unwrap();
+    for layers in [1, 2] {
+        let yaml = format!("{quick}\ndefenses: [{{kind: dp-gnn, sigma: 1, max_degree: {huge}}}]\n");
+        let e = fgl_sim::scenario::Scenario::parse(&yaml, "q.yaml", &[format!("model.layers={layers}")])
+            .expect_err("D overflows K")
+            .to_string();
+        assert!(e.contains("max_degree") && e.contains("too large"), "{e}");
+    }
+}

@@ -500,3 +500,49 @@ fn privacy_bad_input_fails_with_the_flag_named() {
     ]);
     assert_clean_failure(&o, &["--delta", "(0, 1)"]);
 }
+
+/// Issue 27: training to a NaN loss (lr = 1e30) exited 0 with no warning. The run now
+/// stops at the round the loss became non-finite, keeps its results (the matrix reports
+/// such a run as diverged) and fails with one clear line.
+#[test]
+fn a_diverged_run_stops_keeps_its_results_and_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--set", "train.lr=1e30", "--out", out.to_str().unwrap(), "--quiet"]);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains("training diverged") && err.contains("train.lr") && !err.contains("panicked"), "{err}");
+    let m = metrics(&out);
+    let rounds = m["rounds"].as_array().unwrap().len();
+    assert!(rounds < 20, "stopped at the round it diverged, not after 20: {rounds}");
+    assert!(!m["rounds"][rounds - 1]["train_loss"].as_f64().is_some_and(f64::is_finite), "{}", m["rounds"][rounds - 1]);
+}
+
+/// Issue 27: two runs with one `--out` at once both exited 0, and the directory held one
+/// seed's scenario beside the other's metrics. Now the second is refused while the first
+/// writes (even with --force), and what is written belongs to one run.
+#[test]
+fn two_runs_into_one_directory_at_once_never_mix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let spawn = |seed: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_fgl-sim"))
+            .args(["run", "scenarios/quickstart.yaml", "--set", "federation.rounds=300", "--seed", seed, "--force", "--quiet"])
+            .args(["--out", out.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn("1"), spawn("2"));
+    let outputs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+    let won: Vec<usize> = (0..2).filter(|&i| outputs[i].status.success()).collect();
+    assert_eq!(won.len(), 1, "exactly one run may write: {:?}", outputs.iter().map(stderr).collect::<Vec<_>>());
+    let lost = stderr(&outputs[1 - won[0]]);
+    assert!(lost.contains("another fgl-sim") && lost.contains("is writing here"), "{lost}");
+    let seed = ["1", "2"][won[0]];
+    let resolved = std::fs::read_to_string(out.join("scenario.resolved.yaml")).unwrap();
+    assert!(resolved.contains(&format!("seed: {seed}\n")), "{resolved}");
+    assert_eq!(metrics(&out)["seed"].as_u64().map(|s| s.to_string()).as_deref(), Some(seed), "metrics of the other run");
+    assert!(!out.join(".fgl-sim.lock").exists(), "the lock is released");
+}

@@ -503,6 +503,19 @@ fn dispatch(command: Command) -> Result<()> {
             let opts = RunOptions { data_dir: data_dir(&data), out, force, quiet, threads, progress: None, resume: false };
             let dir = run::run(&scenario, &file, &opts).map_err(|e| in_file(e, &file))?;
             println!("results written to {}", dir.display());
+            // A diverged run keeps its results (the matrix reports it as diverged) but is
+            // no success.
+            let m = crate::record::read_summary(&dir.join("metrics.json"))?;
+            if m.diverged() {
+                return Err(Error::Other(format!(
+                    "training diverged: the loss became non-finite (train {}, test {}) and the run stopped after round {}; \
+                     its results are in {} — lower train.lr, or look for non-finite noise (a defense's ε far too small)",
+                    m.train_loss,
+                    m.test_loss,
+                    m.rounds,
+                    dir.display()
+                )));
+            }
             Ok(())
         }
         Command::Matrix { file, data, out, jobs, dry_run, emit_jobs, collect, quiet } => {

@@ -208,6 +208,23 @@ impl DenseMatrix {
 }
 
 impl Features {
+    /// The first entry (row, column, value) that is NaN or infinite, in row-major order.
+    pub fn first_non_finite(&self) -> Option<(usize, usize, f32)> {
+        let sparse = |m: &CsrMatrix, shift: f32| {
+            (0..m.rows).find_map(|r| {
+                (m.indptr[r]..m.indptr[r + 1])
+                    .find(|&k| !(m.values[k] + shift).is_finite())
+                    .map(|k| (r, m.indices[k] as usize, m.values[k] + shift))
+            })
+        };
+        match self {
+            Features::Dense(m) => m.data.iter().position(|x| !x.is_finite()).map(|i| (i / m.cols.max(1), i % m.cols.max(1), m.data[i])),
+            Features::Sparse(m) => sparse(m, 0.0),
+            Features::Shifted(m) if !m.shift.is_finite() => Some((0, 0, m.shift)),
+            Features::Shifted(m) => sparse(&m.centered, m.shift),
+        }
+    }
+
     pub fn rows(&self) -> usize {
         match self {
             Features::Sparse(m) => m.rows,

@@ -85,6 +85,10 @@ impl Dataset {
         {
             return Err(Error::data_file(source, format!("{} feature rows for {n} nodes", f.rows())));
         }
+        // One NaN would spread through every aggregation and train to a NaN loss.
+        if let Some((r, c, x)) = self.features.as_ref().and_then(Features::first_non_finite) {
+            return Err(Error::data_file(source, format!("node {r}, feature column {c} holds {x}; feature values must be finite numbers")));
+        }
         let c = self.num_classes();
         if let Some((v, y)) = self.labels.iter().enumerate().find_map(|(v, y)| y.filter(|&y| y as usize >= c).map(|y| (v, y))) {
             return Err(Error::data_file(source, format!("node {v} has label {y} but there are only {c} classes")));

@@ -219,6 +219,8 @@ impl super::DefenseConfig for DpGnnConfig {
         if cfg.selection != Selection::Last {
             return Err(Error::param("train.selection", "dp-gnn trains with `selection: last` (choosing an epoch on validation data would spend privacy unaccounted)"));
         }
+        // K = D + 1 or D² + D + 1 must not overflow (refused here, when the scenario loads).
+        accountant::max_terms_per_node(self.max_degree, model.layers)?;
         let trainer = DpGnn { config: self.clone(), client: client.client, layers: model.layers, epochs: cfg.epochs, rounds: client.rounds, plan: OnceLock::new() };
         Ok(Defense::new(name).with_trainer(trainer))
     }
@@ -265,7 +267,7 @@ impl DpGnn {
 
     /// What the client spent (`ec-lda-code`: what the EC-LDA code's accountant reports).
     fn spent(&self, plan: &ClientPlan, rounds: usize) -> Result<accountant::Spent> {
-        let steps = (plan.steps_per_round * rounds as u64).max(1);
+        let steps = plan.steps_per_round.saturating_mul(rounds as u64).max(1);
         match self.config.calibration {
             Calibration::DpGnn => accountant::epsilon(&plan.mechanism, plan.sigma, steps, plan.delta, self.config.conversion, &accountant::default_orders()),
             Calibration::EcLdaCode => {
@@ -385,8 +387,9 @@ impl LocalTrainer for DpGnn {
         };
         let mechanism = Mechanism::DpGnn { nodes: n, max_degree: c.max_degree, layers, batch };
         mechanism.validate()?;
-        let steps_per_round = (self.epochs * n.div_ceil(batch)) as u64;
-        let planned = (steps_per_round * rounds as u64).max(1);
+        // Saturating: a step count can only be over-counted, so ε only over-reported.
+        let steps_per_round = (self.epochs as u64).saturating_mul(n.div_ceil(batch) as u64);
+        let planned = steps_per_round.saturating_mul(rounds as u64).max(1);
         let (sigma, spent, delta) = match c.calibration {
             Calibration::DpGnn => {
                 let delta = c.delta.unwrap_or_else(|| accountant::default_delta(n));
@@ -514,7 +517,7 @@ impl LocalTrainer for DpGnn {
             return Some(PrivacyCost {
                 protects: format!(
                     "no guarantee at this ε: the EC-LDA code's DP calibration, not (ε, δ)-DP (REFERENCE §1.4). ε is what its accountant reports for {} unsampled Gaussian steps with σ = {} (orders 2–63, 128, 256, 512; {} training nodes a step, drawn with replacement); the noise is C·σ·(D^L − 1)/(D − 1) = {clip}·{}·{multiplier} on the sum of running-sum-clipped gradients accumulated without zeroing (D = {max_degree}, {layers} layer(s), {} edges removed by degree clipping); DP-GNN's analysis needs σ·2·{} of noise",
-                    plan.steps_per_round * rounds as u64,
+                    plan.steps_per_round.saturating_mul(rounds as u64),
                     plan.sigma,
                     batch,
                     plan.sigma,
@@ -532,7 +535,7 @@ impl LocalTrainer for DpGnn {
             protects: format!(
                 "every node of the client's graph (features, label, edges): node-level (ε, δ)-DP (DP-GNN: N = {nodes} training nodes, D = {max_degree}, {layers} layer(s), B = {batch}, σ = {:.4}, {} steps, {} dropped by degree bounding; RDP order {}, {} conversion)",
                 plan.sigma,
-                plan.steps_per_round * rounds as u64,
+                plan.steps_per_round.saturating_mul(rounds as u64),
                 plan.dropped,
                 spent.order,
                 spent.conversion.name()

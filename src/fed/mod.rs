@@ -354,8 +354,14 @@ impl Federation {
             if let Progress::Hook(hook) = &cfg.progress {
                 hook(round, rounds);
             }
+            // A non-finite training loss only spreads: stop at this round boundary (the
+            // run is reported as diverged).
+            let diverged = loss_weight > 0.0 && !m.train_loss.is_finite();
             result.push(m);
             round_seconds.push(t.elapsed().as_secs_f64());
+            if diverged {
+                break;
+            }
         }
         bar.finish_and_clear();
 

@@ -124,7 +124,8 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
         return Err(Error::output(&out, "exists and is not a directory"));
     }
     store::check_not_stale(m, &out)?;
-    std::fs::create_dir_all(&out).map_err(|e| Error::output(&out, format!("cannot create: {e}")))?;
+    // One writer at a time: a second matrix (or run) on this directory is refused.
+    let _lock = crate::results::DirLock::acquire(&out)?;
     store::remove_leftovers(&out);
     let all = m.runs();
     let todo: Vec<(usize, u64)> =

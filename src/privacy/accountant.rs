@@ -149,9 +149,22 @@ pub fn max_terms_per_node(max_degree: usize, layers: usize) -> Result<usize> {
     if max_degree == 0 {
         return Err(Error::param("max_degree", "the degree bound D must be ≥ 1"));
     }
-    match layers {
-        1 => Ok(max_degree + 1),
-        2 => Ok(max_degree * max_degree + max_degree + 1),
+    // Checked: a K that wrapped around would report ε = 0 and train without noise.
+    let k = match layers {
+        1 => max_degree.checked_add(1),
+        2 => max_degree.checked_mul(max_degree).and_then(|d2| d2.checked_add(max_degree)).and_then(|k| k.checked_add(1)),
+        _ => None,
+    };
+    match (layers, k) {
+        (1 | 2, Some(k)) => Ok(k),
+        (1 | 2, None) => Err(Error::param(
+            "max_degree",
+            format!(
+                "D = {max_degree} is too large: K = {} overflows; allowed: D ≤ {}",
+                if layers == 1 { "D + 1" } else { "D² + D + 1" },
+                if layers == 1 { usize::MAX - 1 } else { (1usize << (usize::BITS / 2)) - 1 }
+            ),
+        )),
         _ => Err(Error::param(
             "layers",
             format!("layers = {layers} is not supported: the DP-GNN accountant covers 1 or 2 message-passing layers"),
@@ -541,6 +554,15 @@ mod tests {
     fn max_terms_and_sensitivity_follow_the_code() {
         assert_eq!(max_terms_per_node(5, 1).unwrap(), 6);
         assert_eq!(max_terms_per_node(3, 2).unwrap(), 13);
+        // K never wraps (a wrapped K would report ε = 0): the largest D allowed works,
+        // the next is refused naming the field.
+        assert_eq!(max_terms_per_node(usize::MAX - 1, 1).unwrap(), usize::MAX);
+        let d = (1usize << (usize::BITS / 2)) - 1;
+        assert_eq!(max_terms_per_node(d, 2).unwrap(), d * d + d + 1);
+        for (d, layers) in [(usize::MAX, 1), (d + 1, 2), (usize::MAX, 2)] {
+            let e = max_terms_per_node(d, layers).unwrap_err().to_string();
+            assert!(e.contains("max_degree") && e.contains("too large"), "{e}");
+        }
         assert_eq!(base_sensitivity(5, 1).unwrap(), 12.0);
         assert_eq!(base_sensitivity(7, 2).unwrap(), 114.0);
         assert_eq!(default_delta(90941), 1.0 / 909_410.0);

@@ -211,6 +211,11 @@ mod tests {
 
     /// A 3-node npz: edges 0→1, 1→0, 2→2 (self loop), features 3x4, labels [0, -1, 1].
     fn write_npz(path: &Path, skip: &str, labels: &[i32]) {
+        write_npz_with(path, skip, labels, &[2.0, 1.0, 0.5]);
+    }
+
+    /// [`write_npz`] with the three stored feature values given.
+    fn write_npz_with(path: &Path, skip: &str, labels: &[i32], attr: &[f32; 3]) {
         let mut z = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
         let opt = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
         let arrays: Vec<(&str, Vec<u8>)> = vec![
@@ -218,7 +223,7 @@ mod tests {
             ("adj_indices", npy_bytes("<i4", &[3], &i32s(&[1, 0, 2]))),
             ("adj_indptr", npy_bytes("<i4", &[4], &i32s(&[0, 1, 2, 3]))),
             ("adj_shape", npy_bytes("<i8", &[2], &i64s(&[3, 3]))),
-            ("attr_data", npy_bytes("<f4", &[3], &f32s(&[2.0, 1.0, 0.5]))),
+            ("attr_data", npy_bytes("<f4", &[3], &f32s(attr))),
             ("attr_indices", npy_bytes("<i4", &[3], &i32s(&[3, 0, 1]))),
             ("attr_indptr", npy_bytes("<i4", &[4], &i32s(&[0, 2, 2, 3]))),
             ("attr_shape", npy_bytes("<i8", &[2], &i64s(&[3, 4]))),
@@ -259,5 +264,12 @@ mod tests {
         write_npz(&p, "adj_indptr", &[0, 1, 2]);
         let e = load_npz(&p, "tiny").unwrap_err().to_string();
         assert!(e.contains("tiny.npz") && e.contains("adj_indptr") && e.contains("missing"), "{e}");
+        // Issue 27: one NaN (or ∞) in the features trained to a NaN loss with exit 0.
+        // Stored (3, 0) in row 0 and sorted to (0, 3): the bad value sits at column 3.
+        for bad in [f32::NAN, f32::INFINITY] {
+            write_npz_with(&p, "", &[0, -1, 1], &[bad, 1.0, 0.5]);
+            let e = load_npz(&p, "tiny").unwrap_err().to_string();
+            assert!(e.contains("tiny.npz") && e.contains("node 0, feature column 3") && e.contains("finite"), "{e}");
+        }
     }
 }
