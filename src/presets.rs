@@ -175,8 +175,9 @@ fn typed<S: PresetSpec>(entry: serde_norway::Value, base: Option<&Path>) -> std:
             let path = base.join(&s);
             let text =
                 std::fs::read_to_string(&path).map_err(|e| (String::new(), format!("preset file {}: cannot read: {e}", path.display())))?;
-            let value: serde_norway::Value =
-                serde_norway::from_str(&text).map_err(|e| (String::new(), format!("preset file {}: {e}", path.display())))?;
+            let value: serde_norway::Value = check_yaml_depth(&text)
+                .and_then(|()| serde_norway::from_str(&text).map_err(|e| e.to_string()))
+                .map_err(|e| (String::new(), format!("preset file {}: {e}", path.display())))?;
             let serde_norway::Value::Mapping(m) = value else {
                 return Err((String::new(), format!("preset file {}: expected a map with `kind:`", path.display())));
             };
@@ -252,6 +253,52 @@ fn yaml<T: Serialize>(v: &T) -> Result<String> {
     serde_norway::to_string(v).map_err(|e| Error::Other(e.to_string()))
 }
 
+/// How deep YAML flow collections (`[…]`, `{…}`) may nest. The YAML parser gives up at
+/// 128 levels itself, but only after time quadratic in the depth (a 200 000-level list
+/// took over a minute): [`check_yaml_depth`] refuses deeper text before parsing.
+pub const MAX_YAML_DEPTH: usize = 128;
+
+/// Refuse YAML whose flow collections nest deeper than [`MAX_YAML_DEPTH`], by one pass
+/// over the text (quoted scalars and comments skipped); the message names the line.
+pub fn check_yaml_depth(text: &str) -> std::result::Result<(), String> {
+    let (mut depth, mut line) = (0usize, 1usize);
+    let (mut single, mut double, mut comment, mut escaped) = (false, false, false, false);
+    let mut prev = '\n';
+    for ch in text.chars() {
+        if ch == '\n' {
+            line += 1;
+            comment = false;
+        } else if comment {
+        } else if double {
+            if escaped {
+                escaped = false;
+            } else if ch == '\\' {
+                escaped = true;
+            } else if ch == '"' {
+                double = false;
+            }
+        } else if single {
+            single = ch != '\'';
+        } else {
+            match ch {
+                '#' if prev.is_whitespace() => comment = true,
+                '"' => double = true,
+                '\'' if !prev.is_alphanumeric() => single = true,
+                '[' | '{' => {
+                    depth += 1;
+                    if depth > MAX_YAML_DEPTH {
+                        return Err(format!("line {line}: collections nested deeper than {MAX_YAML_DEPTH} levels"));
+                    }
+                }
+                ']' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        prev = ch;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,5 +358,15 @@ mod tests {
         assert!(msg.contains("twice"), "{msg}");
         let (field, _) = resolve("defenses: none").unwrap_err();
         assert_eq!(field, "defenses");
+    }
+
+    #[test]
+    fn deep_flow_nesting_is_refused_fast_and_quoted_brackets_do_not_count() {
+        let deep = |d: usize| format!("description: {}{}\n", "[".repeat(d), "]".repeat(d));
+        assert!(check_yaml_depth(&deep(MAX_YAML_DEPTH)).is_ok());
+        let e = check_yaml_depth(&format!("seed: 1\n{}", deep(200_000))).unwrap_err();
+        assert!(e.contains("line 2") && e.contains("deeper than 128"), "{e}");
+        let quoted = format!("a: \"{}\"\nb: '{}'\nc: x # {}\nd: it's [1]\n", "[".repeat(300), "{".repeat(300), "[".repeat(300));
+        assert!(check_yaml_depth(&quoted).is_ok());
     }
 }

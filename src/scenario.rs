@@ -140,6 +140,7 @@ impl Scenario {
 
     /// As [`Scenario::parse`], with preset files found relative to `base`.
     pub fn parse_in(text: &str, file: &str, base: Option<&Path>, overrides: &[String]) -> Result<Scenario> {
+        crate::presets::check_yaml_depth(text).map_err(|e| scenario_err(file, "(syntax)", e))?;
         let mut value: serde_norway::Value = serde_norway::from_str(text).map_err(|e| scenario_err(file, "(syntax)", e.to_string()))?;
         if value.is_null() {
             return Err(scenario_err(file, "(file)", "is empty; a scenario needs at least `dataset.name`"));
@@ -245,6 +246,15 @@ fn apply_override(root: &mut serde_norway::Value, spec: &str) -> std::result::Re
     if path.is_empty() || path.split('.').any(str::is_empty) {
         return Err(("--set".into(), format!("`{path}` is not a field path like `partition.clients`")));
     }
+    if let Some((list, _)) = path.split_once('[') {
+        return Err((
+            "--set".into(),
+            format!(
+                "`{path}`: list items cannot be set by index; set the whole list, e.g. --set '{list}=[{{kind: ldp-labels, epsilon: 3}}]' (`fgl-sim scenario check` prints the resolved list to copy)"
+            ),
+        ));
+    }
+    crate::presets::check_yaml_depth(raw).map_err(|e| (path.to_string(), format!("value: {e}")))?;
     let value: serde_norway::Value =
         serde_norway::from_str(raw).map_err(|e| (path.to_string(), format!("value `{raw}` is not valid YAML: {e}")))?;
     set_field(root, path, value)

@@ -546,3 +546,38 @@ fn two_runs_into_one_directory_at_once_never_mix() {
     assert_eq!(metrics(&out)["seed"].as_u64().map(|s| s.to_string()).as_deref(), Some(seed), "metrics of the other run");
     assert!(!out.join(".fgl-sim.lock").exists(), "the lock is released");
 }
+
+/// Issue 27's probes that hung or gave no hint: a 200 000-level YAML list (over a minute
+/// in the parser), `--threads 100000` (18 s of spinning), `--set` on a list item.
+#[test]
+fn deep_yaml_huge_thread_counts_and_list_items_fail_fast_and_clearly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let deep = tmp.path().join("deep.yaml");
+    std::fs::write(&deep, format!("description: {}{}\n", "[".repeat(200_000), "]".repeat(200_000))).unwrap();
+    let t = std::time::Instant::now();
+    assert_clean_failure(&fgl(&["scenario", "check", deep.to_str().unwrap()]), &["deep.yaml", "line 1", "nested deeper than 128"]);
+    assert!(t.elapsed().as_secs() < 10, "{:?}", t.elapsed());
+    let out = tmp.path().join("out");
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--threads", "100000", "--out", out.to_str().unwrap()]);
+    assert_clean_failure(&o, &["--threads", "1024 at most"]);
+    assert!(!stderr(&o).contains("quickstart.yaml"), "a flag is not a field of the file: {}", stderr(&o));
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--set", "defenses[0].epsilon=3", "--out", out.to_str().unwrap()]);
+    assert_clean_failure(&o, &["defenses[0].epsilon", "cannot be set by index", "--set 'defenses=["]);
+    assert!(!out.exists());
+}
+
+/// Issue 27: u64::MAX in these fields panicked with "capacity overflow" (exit 101).
+#[test]
+fn sizes_beyond_any_machine_are_refused_naming_the_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let max = u64::MAX.to_string();
+    for field in ["federation.rounds", "model.hidden", "model.heads", "dataset.synthetic.nodes", "dataset.synthetic.classes"] {
+        let o = fgl(&["run", "scenarios/quickstart.yaml", "--set", &format!("{field}={max}"), "--out", out.to_str().unwrap()]);
+        match field {
+            "dataset.synthetic.classes" => assert_clean_failure(&o, &["dataset.synthetic.nodes", "at least 2 per class"]),
+            _ => assert_clean_failure(&o, &[field, "allowed"]),
+        }
+    }
+    assert!(!out.exists());
+}

@@ -629,7 +629,8 @@ fn dispatch(command: Command) -> Result<()> {
 /// still an error in the scenario file: say which file.
 fn in_file(e: Error, file: &Path) -> Error {
     match e {
-        Error::Param { name, msg } => Error::Scenario { file: file.display().to_string(), field: name, msg },
+        // A command-line flag is not a field of the file.
+        Error::Param { name, msg } if !name.starts_with("--") => Error::Scenario { file: file.display().to_string(), field: name, msg },
         other => other,
     }
 }

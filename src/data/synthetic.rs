@@ -45,7 +45,11 @@ impl SyntheticConfig {
         if self.classes < 2 {
             return p("classes", format!("{} classes; at least 2 are required", self.classes));
         }
-        if self.nodes < self.classes * 2 {
+        // Node ids are u32 everywhere.
+        if self.nodes > u32::MAX as usize {
+            return p("nodes", format!("{} nodes is not allowed; allowed 2·classes..={}", self.nodes, u32::MAX));
+        }
+        if self.nodes < self.classes.saturating_mul(2) {
             return p("nodes", format!("{} nodes for {} classes; at least 2 per class are required", self.nodes, self.classes));
         }
         if !(self.avg_degree >= 0.0 && self.avg_degree <= (self.nodes / self.classes) as f64 / 2.0) {

@@ -31,10 +31,13 @@ impl Default for FederationConfig {
     }
 }
 
+/// The most rounds a federation may run (u64::MAX panicked allocating per-round records).
+pub const MAX_ROUNDS: usize = 1_000_000;
+
 impl FederationConfig {
     pub fn validate(&self) -> Result<()> {
-        if self.rounds == 0 {
-            return Err(Error::param("federation.rounds", "must be at least 1"));
+        if !(1..=MAX_ROUNDS).contains(&self.rounds) {
+            return Err(Error::param("federation.rounds", format!("{} is not allowed; allowed 1..={MAX_ROUNDS}", self.rounds)));
         }
         if !(self.client_fraction > 0.0 && self.client_fraction <= 1.0) {
             return Err(Error::param("federation.client_fraction", format!("{} is not in (0, 1]", self.client_fraction)));

@@ -99,6 +99,18 @@ impl ModelConfig {
         if self.heads == 0 {
             return Err(Error::param("model.heads", "must be at least 1"));
         }
+        // Bounds far above any GNN's, so that a width × heads product cannot overflow
+        // (u64::MAX panicked with "capacity overflow").
+        let widest = match &self.hidden {
+            Hidden::All(w) => *w,
+            Hidden::PerLayer(w) => w.iter().copied().max().unwrap_or(1),
+        };
+        if widest > MAX_WIDTH {
+            return Err(Error::param("model.hidden", format!("{widest} is not allowed; allowed 1..={MAX_WIDTH}")));
+        }
+        if self.heads > MAX_HEADS {
+            return Err(Error::param("model.heads", format!("{} is not allowed; allowed 1..={MAX_HEADS}", self.heads)));
+        }
         for (name, p) in [("model.dropout", self.dropout), ("model.attention_dropout", self.attention_dropout)] {
             if !(0.0..1.0).contains(&p) {
                 return Err(Error::param(name, format!("{p} is not allowed; allowed [0, 1)")));
@@ -107,6 +119,10 @@ impl ModelConfig {
         Ok(())
     }
 }
+
+/// The widest hidden layer and the most attention heads a model may have.
+pub const MAX_WIDTH: usize = 1 << 16;
+pub const MAX_HEADS: usize = 256;
 
 /// Hidden widths (YAML `hidden: 16` or `hidden: [512, 64]`).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -136,6 +136,7 @@ impl PaperTable {
     pub fn load(path: &Path) -> Result<PaperTable> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::data_file(path, format!("cannot read the table file: {e}")))?;
         let file = path.display().to_string();
+        crate::presets::check_yaml_depth(&text).map_err(|e| table_err(&file, "", e))?;
         let spec: TableSpec = serde_norway::from_str(&text).map_err(|e| table_err(&file, "", e.to_string()))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let read = |p: &Path, what: &str| {

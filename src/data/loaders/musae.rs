@@ -46,7 +46,9 @@ fn read_musae_target(path: &Path) -> Result<(Vec<Option<u32>>, Vec<String>)> {
             Error::data_file(path, format!("no label column: expected `page_type` or `target`, header is {}", headers.join(",")))
         })?;
     let mut class_of: HashMap<String, u32> = HashMap::new();
+    // Each distinct label with the line it first appears on.
     let mut first_seen: Vec<String> = Vec::new();
+    let mut first_line: Vec<String> = Vec::new();
     let mut rows: Vec<(usize, u32)> = Vec::new();
     let mut rec = csv::StringRecord::new();
     while next_record(path, &text, &mut rdr, &mut rec)? {
@@ -62,6 +64,7 @@ fn read_musae_target(path: &Path) -> Result<(Vec<Option<u32>>, Vec<String>)> {
                 let c = first_seen.len() as u32;
                 class_of.insert(raw.to_string(), c);
                 first_seen.push(raw.to_string());
+                first_line.push(line.to_string());
                 c
             }
         };
@@ -71,8 +74,30 @@ fn read_musae_target(path: &Path) -> Result<(Vec<Option<u32>>, Vec<String>)> {
         return Err(Error::data_file(path, "has a header but no data rows"));
     }
     // Integer labels are used as they are; string labels are numbered alphabetically so
-    // the numbering does not depend on row order.
-    let numeric: Option<Vec<u32>> = first_seen.iter().map(|s| s.parse::<u32>().ok().filter(|&v| v < 1 << 20)).collect();
+    // the numbering does not depend on row order. A column of integers with one label
+    // that is not a small non-negative integer is a bad row, not a new class.
+    let col = &headers[label_col];
+    let numeric: Option<Vec<u32>> = match first_seen.iter().position(|s| s.parse::<i64>().is_ok()) {
+        None => None,
+        Some(_) => Some(
+            first_seen
+                .iter()
+                .zip(&first_line)
+                .map(|(s, line)| match s.parse::<i64>() {
+                    Ok(v) if (0..1 << 20).contains(&v) => Ok(v as u32),
+                    Ok(v) if v < 0 => Err(Error::data_file(path, format!("line {line}, column `{col}`: label {v} is negative"))),
+                    Ok(v) => Err(Error::data_file(
+                        path,
+                        format!("line {line}, column `{col}`: label {v} is implausibly large (allowed: 0 to 2^20 − 1)"),
+                    )),
+                    Err(_) => Err(Error::data_file(
+                        path,
+                        format!("line {line}, column `{col}`: label `{s}` in a column of integer labels (allowed: integers 0 to 2^20 − 1)"),
+                    )),
+                })
+                .collect::<Result<_>>()?,
+        ),
+    };
     let (remap, class_names): (Vec<u32>, Vec<String>) = match numeric {
         Some(values) => {
             let c = values.iter().max().map_or(0, |&m| m as usize + 1);
@@ -255,5 +280,24 @@ mod tests {
         std::fs::write(dir.path().join("fb.json"), r#"{"7": [1]}"#).unwrap();
         let e = load_musae(dir.path(), "fb", "fb").unwrap_err().to_string();
         assert!(e.contains("fb.json") && e.contains("past the node count"), "{e}");
+    }
+
+    /// Issue 27: one bad label in LastFM's integer `target` column added a class and
+    /// re-sorted every class as strings (0, 1, 10, 11, …). Now the row is refused.
+    #[test]
+    fn a_bad_label_among_integer_labels_is_refused_with_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("l_edges.csv"), "node_1,node_2\n0,1\n").unwrap();
+        let target = |bad: &str| format!("id,target\n0,10\n1,2\n2,{bad}\n");
+        std::fs::write(dir.path().join("l_target.csv"), target("0")).unwrap();
+        let d = load_musae(dir.path(), "l", "l").unwrap();
+        assert_eq!((d.labels.clone(), d.class_names.len()), (vec![Some(10), Some(2), Some(0)], 11));
+        for (bad, says) in
+            [("rock", "label `rock` in a column of integer labels"), ("-7", "label -7 is negative"), ("4000000000", "implausibly large")]
+        {
+            std::fs::write(dir.path().join("l_target.csv"), target(bad)).unwrap();
+            let e = load_musae(dir.path(), "l", "l").unwrap_err().to_string();
+            assert!(e.contains("l_target.csv") && e.contains("line 4") && e.contains("column `target`") && e.contains(says), "{e}");
+        }
     }
 }
