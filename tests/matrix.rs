@@ -108,6 +108,11 @@ fn bad_matrix_files_fail_with_the_field_named() {
         ("defenses: [{preset: ldp-labels, swep: {epsilon: [1]}}]", &["defenses[0]", "swep", "allowed: preset, name, set, sweep"]),
         ("seeds: [1, 1]", &["seeds", "twice"]),
         ("seeds: 0", &["seeds", "at least 1"]),
+        // Issue 27: `seeds: -1` said "untagged enum Seeds"; 1e11 seeds aborted allocating.
+        ("seeds: -1", &["seeds", "-1 is not allowed", "a count 1..=10000"]),
+        ("seeds: 100000000000", &["seeds", "100000000000 is not allowed"]),
+        ("seeds: [0, x]", &["seeds", "x in the list is not a seed"]),
+        ("seeds: {a: 1}", &["seeds", "is not allowed"]),
         ("axes: {x: [1]}", &["unknown field `axes`"]),
         ("models: [gcnn]", &["model.arch", "gcnn"]),
         ("sweep: {seed: [1, 2]}", &["sweep.seed", "seeds:"]),

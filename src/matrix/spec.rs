@@ -62,15 +62,12 @@ struct MatrixFile {
     #[serde(default)]
     sweep: Option<Mapping>,
     #[serde(default)]
-    seeds: Option<Seeds>,
+    /// A count n (seeds 0..n) or a list of seeds; read by hand for clear messages.
+    seeds: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Seeds {
-    Count(u64),
-    List(Vec<u64>),
-}
+/// The most seeds a matrix may run per cell.
+pub const MAX_SEEDS: u64 = 10_000;
 
 /// An expanded matrix.
 #[derive(Debug, Clone)]
@@ -242,17 +239,29 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
             .collect();
         axes.push((path.to_string(), choices));
     }
+    let allowed = format!("allowed: a count 1..={MAX_SEEDS} (seeds 0, 1, …) or a list of seeds ≥ 0");
     let seeds = match m.seeds {
         None => vec![base.get("seed").and_then(Value::as_u64).unwrap_or(0)],
-        Some(Seeds::Count(0)) => return Err(err("seeds", "at least 1 seed is needed".into())),
-        Some(Seeds::Count(n)) => (0..n).collect(),
-        Some(Seeds::List(l)) => {
+        Some(Value::Number(n)) if n.as_u64() == Some(0) => return Err(err("seeds", "at least 1 seed is needed".into())),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(k) if k <= MAX_SEEDS => (0..k).collect(),
+            _ => return Err(err("seeds", format!("{n} is not allowed; {allowed}"))),
+        },
+        Some(Value::Sequence(items)) => {
+            let l = items
+                .iter()
+                .map(|v| v.as_u64().ok_or_else(|| err("seeds", format!("{} in the list is not a seed; {allowed}", yaml_text(v)))))
+                .collect::<Result<Vec<u64>>>()?;
+            if l.len() as u64 > MAX_SEEDS {
+                return Err(err("seeds", format!("{} seeds are listed; {allowed}", l.len())));
+            }
             non_empty("seeds", l.len())?;
             if let Some(d) = l.iter().enumerate().find(|(i, s)| l[..*i].contains(s)) {
                 return Err(err("seeds", format!("seed {} is listed twice (runs would be duplicated)", d.1)));
             }
             l
         }
+        Some(other) => return Err(err("seeds", format!("{} is not allowed; {allowed}", yaml_text(&other)))),
     };
 
     // The product of the axes, the last varying fastest.
@@ -547,4 +556,9 @@ fn path_safe(id: &str) -> String {
         Some(rest) => format!("_{rest}"),
         None => s,
     }
+}
+
+/// A YAML value as a message shows it.
+fn yaml_text(v: &Value) -> String {
+    serde_norway::to_string(v).map_or_else(|_| format!("{v:?}"), |t| t.trim().to_string())
 }
