@@ -442,3 +442,21 @@ document.body.setAttribute('data-verdict', JSON.stringify({
     let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:?}");
 }
+
+/// Issue 27: a matrix pointed at another matrix's --out overwrote its cells.csv and
+/// report (the stale check compared only the cells both share). Now it is refused,
+/// naming a cell it does not have, and nothing changes.
+#[test]
+fn another_matrix_directory_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let first = write(tmp.path(), "a.yaml", &format!("{BASE}attacks: [lda]\n"));
+    let second = write(tmp.path(), "b.yaml", &format!("{BASE}attacks: [uniform]\n"));
+    let out = tmp.path().join("out");
+    assert!(matrix_cmd(&first, &out, &[]).status.success());
+    let before = std::fs::read_to_string(out.join("cells.csv")).unwrap();
+    let o = matrix_cmd(&second, &out, &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(err.contains("this matrix does not have") && err.contains("attack=lda") && err.contains("another --out"), "{err}");
+    assert_eq!(std::fs::read_to_string(out.join("cells.csv")).unwrap(), before, "nothing written");
+}

@@ -58,6 +58,9 @@ pub(super) fn matrix_cmd(
         );
         return Ok(());
     }
+    // `reproduce --resume` reuses a directory with a subset of its cells; a matrix
+    // command never shares one with another matrix.
+    matrix::store::check_same_matrix(m, &out)?;
     let o = matrix::run(m, opts)?;
     let peak = crate::backend::peak_rss_mib().map_or(String::new(), |mb| format!(", peak memory {mb:.0} MiB"));
     println!(

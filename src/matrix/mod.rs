@@ -32,8 +32,8 @@ use crate::run::{self, RunOptions};
 /// Run every job, several at once, and return the results in job order. An experiment
 /// is many independent runs, and one run on all cores leaves cores idle through its
 /// serial stretches (FedAvg's averaging, the attack's server work, small clients); one
-/// run per core keeps them busy. `run` gets the job and the worker threads it may use
-/// (1, unless there are fewer jobs than `threads`, default all cores). Results do not
+/// run per core keeps them busy. At most `max_workers` jobs run at once (default one per
+/// thread); `run` gets the job and its share of `threads` (default all cores). Results do not
 /// depend on either: runs are independent and identical at any thread count. Jobs start
 /// in decreasing `cost` (ties in job order), so that no worker is left alone with a long
 /// run at the end. After a failure no new job starts, and the first failed job's error
@@ -41,12 +41,13 @@ use crate::run::{self, RunOptions};
 pub(crate) fn run_concurrently<J: Sync, T: Send>(
     jobs: &[J],
     threads: Option<usize>,
+    max_workers: Option<usize>,
     cost: impl Fn(&J) -> u32,
     run: impl Fn(&J, usize) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     let threads = threads.unwrap_or_else(backend::available_cores).max(1);
-    let workers = threads.min(jobs.len()).max(1);
+    let workers = threads.min(max_workers.unwrap_or(usize::MAX)).min(jobs.len()).max(1);
     let per_job = (threads / workers).max(1);
     let mut order: Vec<usize> = (0..jobs.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(cost(&jobs[i])));
@@ -148,11 +149,13 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
         bar.set_message(format!("({skipped} already finished)"));
     }
     let t = Instant::now();
-    // `jobs` workers, each with its share of the cores.
+    // `jobs` workers at most, each with its share of the cores (`--jobs 1` on 2 cores:
+    // one run at a time on 2 threads; it used to start 2 runs of 1 thread, as `--jobs 2`).
     let threads = jobs * (backend::available_cores() / jobs).max(1);
     run_concurrently(
         &todo,
         Some(threads),
+        Some(jobs),
         |&(c, _)| cost(c),
         |&(c, seed), threads| {
             let cell = &m.cells[c];
@@ -348,6 +351,7 @@ mod tests {
             let got = run_concurrently(
                 &jobs,
                 Some(threads),
+                None,
                 |_| 0,
                 |&j, t| {
                     std::thread::sleep(std::time::Duration::from_millis((12 - j) * 2));
@@ -362,6 +366,7 @@ mod tests {
         let got = run_concurrently(
             &jobs,
             Some(1),
+            None,
             |&j| (j % 3) as u32,
             |&j, _| {
                 started.lock().unwrap().push(j);
@@ -371,11 +376,32 @@ mod tests {
         assert_eq!(got.unwrap(), jobs);
         assert_eq!(started.into_inner().unwrap(), [2, 5, 8, 11, 1, 4, 7, 10, 0, 3, 6, 9]);
         // Fewer jobs than threads: each gets a share.
-        assert_eq!(run_concurrently(&[0, 1], Some(4), |_| 0, |_, t| Ok(t)).unwrap(), [2, 2]);
+        assert_eq!(run_concurrently(&[0, 1], Some(4), None, |_| 0, |_, t| Ok(t)).unwrap(), [2, 2]);
+        // At most `max_workers` at once, sharing all the threads: `--jobs 1` and `--jobs 2`
+        // on 2 cores are different schedules.
+        for (max_workers, want_threads, want_peak) in [(1, 2, 1), (2, 1, 2)] {
+            let (now, peak) = (std::sync::atomic::AtomicUsize::new(0), std::sync::atomic::AtomicUsize::new(0));
+            let got = run_concurrently(
+                &jobs,
+                Some(2),
+                Some(max_workers),
+                |_| 0,
+                |_, t| {
+                    let k = now.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                    peak.fetch_max(k, std::sync::atomic::Ordering::SeqCst);
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    now.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    Ok(t)
+                },
+            );
+            assert_eq!(got.unwrap(), vec![want_threads; jobs.len()], "max_workers {max_workers}");
+            assert_eq!(peak.into_inner(), want_peak, "max_workers {max_workers}");
+        }
         let ran = std::sync::atomic::AtomicUsize::new(0);
         let got = run_concurrently(
             &jobs,
             Some(1),
+            None,
             |_| 0,
             |&j, _| {
                 ran.fetch_add(1, std::sync::atomic::Ordering::SeqCst);

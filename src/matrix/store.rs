@@ -35,6 +35,31 @@ pub fn remove_leftovers(out: &Path) {
     }
 }
 
+/// Refuse an `out` that holds runs of cells `m` does not have: it is another matrix's
+/// directory (whose report this one would overwrite), or `m` lost those cells.
+pub fn check_same_matrix(m: &super::Matrix, out: &Path) -> Result<()> {
+    let Ok(entries) = fs::read_dir(out.join("cells")) else { return Ok(()) };
+    let mut foreign: Vec<String> = entries
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|id| !id.starts_with('.') && !m.cells.iter().any(|c| &c.id == id))
+        .collect();
+    foreign.sort();
+    match foreign.first() {
+        None => Ok(()),
+        Some(first) => Err(Error::output(
+            out,
+            format!(
+                "holds runs of {} cell(s) this matrix does not have (first: `{first}`): it is another matrix's directory, or this \
+                 matrix lost those cells; choose another --out, or delete {}",
+                foreign.len(),
+                out.join("cells").join(first).display()
+            ),
+        )),
+    }
+}
+
 /// The finished runs under `out` whose recorded scenario is not the one the matrix now
 /// gives their cell and seed (the matrix file changed, or `out` belongs to another
 /// matrix): reusing them would report numbers of a different experiment.
