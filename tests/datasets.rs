@@ -556,3 +556,20 @@ fn igraph_pickles_load_as_the_derived_csv() {
         assert_eq!(raw.class_names, derived.class_names, "{name}: class names");
     }
 }
+
+/// Found by tests/fuzz.rs: a node id of 2³² in Planetoid's test.index (or graph) made
+/// the loader allocate per id (32 GiB, an abort). Ids past the nodes the graph lists
+/// are refused, naming the file.
+#[test]
+fn planetoid_ids_past_the_graph_are_refused() {
+    let Some(data) = common::data_dir() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    for part in ["x", "y", "tx", "ty", "allx", "ally", "graph", "test.index"] {
+        std::fs::copy(data.join(format!("planetoid/ind.cora.{part}")), tmp.path().join(format!("ind.cora.{part}"))).unwrap();
+    }
+    let index = tmp.path().join("ind.cora.test.index");
+    let text = std::fs::read_to_string(&index).unwrap();
+    std::fs::write(&index, text.trim_end().rsplit_once('\n').unwrap().0.to_string() + "\n4294967296\n").unwrap();
+    let e = fgl_sim::data::loaders::load_planetoid(tmp.path(), "cora", "cora").unwrap_err().to_string();
+    assert!(e.contains("ind.cora.test.index") && e.contains("test node 4294967296 is past the 2708 nodes"), "{e}");
+}

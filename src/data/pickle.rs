@@ -61,7 +61,17 @@ pub struct Pickle {
 /// Parse `bytes`, admitting only the `(module, name)` globals in `allowed`; `source` names
 /// the file in errors.
 pub fn parse(bytes: &[u8], allowed: &[(&str, &str)], source: &Path) -> Result<Pickle> {
-    Parser { bytes, pos: 0, nodes: Vec::new(), stack: Vec::new(), marks: Vec::new(), memo: Vec::new(), allowed, source }.run()
+    Parser {
+        bytes,
+        pos: 0,
+        nodes: Vec::new(),
+        stack: Vec::new(),
+        marks: Vec::new(),
+        memo: std::collections::HashMap::new(),
+        allowed,
+        source,
+    }
+    .run()
 }
 
 struct Parser<'a> {
@@ -70,7 +80,9 @@ struct Parser<'a> {
     nodes: Vec<Node>,
     stack: Vec<usize>,
     marks: Vec<usize>,
-    memo: Vec<Option<usize>>,
+    /// Python's memo is a dict: keys are whatever PUT says (a Vec indexed by them let a
+    /// corrupt key of 2³² allocate 32 GiB), and MEMOIZE's key is its size.
+    memo: std::collections::HashMap<usize, usize>,
     allowed: &'a [(&'a str, &'a str)],
     source: &'a Path,
 }
@@ -125,14 +137,11 @@ impl Parser<'_> {
     }
     fn memo_put(&mut self, k: usize) -> Result<()> {
         let v = self.top()?;
-        if k >= self.memo.len() {
-            self.memo.resize(k + 1, None);
-        }
-        self.memo[k] = Some(v);
+        self.memo.insert(k, v);
         Ok(())
     }
     fn memo_get(&mut self, k: usize) -> Result<()> {
-        let v = self.memo.get(k).copied().flatten().ok_or_else(|| self.err(format!("memo key {k} was never stored")))?;
+        let v = self.memo.get(&k).copied().ok_or_else(|| self.err(format!("memo key {k} was never stored")))?;
         self.stack.push(v);
         Ok(())
     }
@@ -491,6 +500,20 @@ mod tests {
         assert_eq!(p.str(third[0]).unwrap(), "é");
         assert_eq!(p.node(third[1]), &Node::Float(2.5));
         assert_eq!(third[2], top[0]);
+    }
+
+    /// Found by tests/fuzz.rs: LONG_BINPUT with key 0xFFFFFFF0 resized a memo vector to
+    /// 2³² slots (32 GiB, an abort). The memo is a dict, as Python's: any key, and
+    /// MEMOIZE keys by its size. `(1, 1, 2, 2)` built as [K 1, PUT 0xFFFFFFF0, GET it,
+    /// K 2, MEMOIZE (key 1 = size), GET 1, TUPLE3].
+    #[test]
+    fn memo_keys_are_a_dict_not_an_index() {
+        let b = b"\x80\x04(K\x01r\xf0\xff\xff\xffj\xf0\xff\xff\xffK\x02\x94j\x01\x00\x00\x00t.";
+        let p = parse(b, &[], Path::new("m.pkl")).unwrap();
+        let items: Vec<i64> = p.seq(p.root).unwrap().iter().map(|&i| p.int(i).unwrap()).collect();
+        assert_eq!(items, [1, 1, 2, 2]);
+        let e = parse(b"\x80\x02K\x01j\x07\x00\x00\x00.", &[], Path::new("m.pkl")).unwrap_err().to_string();
+        assert!(e.contains("m.pkl") && e.contains("memo key 7"), "{e}");
     }
 
     /// `pickle.dumps((collections.OrderedDict(), -(2**40), 2**63 - 1), protocol=4)`:

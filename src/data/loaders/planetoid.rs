@@ -94,13 +94,17 @@ pub fn read_planetoid(dir: &Path, prefix: &str, with_features: bool) -> Result<P
             edges.push((u as usize, w as usize));
         }
     }
-    let n = edges
-        .iter()
-        .map(|&(u, w)| u.max(w) + 1)
-        .max()
-        .unwrap_or(0)
-        .max(ally.len())
-        .max(test_index.iter().map(|&i| i + 1).max().unwrap_or(0));
+    // The graph lists every node (CiteSeer's isolated ones too): an id past that is a
+    // corrupt file, not a reason to allocate per id (2³² ids took 32 GiB).
+    let listed = dict.len().max(ally.len() + ty.len());
+    let graph_n = edges.iter().map(|&(u, w)| u.max(w) + 1).max().unwrap_or(0);
+    if graph_n > listed {
+        return Err(Error::data_file(&graph_path, format!("node id {} is past the {listed} nodes the graph lists", graph_n - 1)));
+    }
+    if let Some(&v) = test_index.iter().find(|&&v| v >= listed) {
+        return Err(Error::data_file(&index_path, format!("test node {v} is past the {listed} nodes the graph lists")));
+    }
+    let n = graph_n.max(ally.len()).max(test_index.iter().map(|&i| i + 1).max().unwrap_or(0));
 
     let check =
         |ok: bool, path: &str, msg: String| if ok { Ok(()) } else { Err(Error::data_file(dir.join(format!("ind.{prefix}.{path}")), msg)) };
