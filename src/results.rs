@@ -26,8 +26,13 @@ impl ResultsDir {
         }
         let lock = DirLock::acquire(path)?;
         let entries = fs::read_dir(path).map_err(|e| Error::output(path, format!("cannot read: {e}")))?;
-        let non_empty = entries.flatten().any(|e| e.file_name() != LOCK_FILE);
-        if non_empty && !force {
+        let mut names: Vec<String> =
+            entries.flatten().map(|e| e.file_name().to_string_lossy().to_string()).filter(|n| n != LOCK_FILE).collect();
+        // What a killed writer left: its staging files go; a run it had begun writing
+        // (metrics.json, written last, missing) is no result and is replaced.
+        names.retain(|n| !(crate::atomic::leftover_of_dead_process(n) && fs::remove_file(path.join(n)).is_ok()));
+        let interrupted = names.iter().all(|n| PARTIAL_RUN.contains(&n.as_str()));
+        if !interrupted && !force {
             return Err(Error::output(path, "already holds results; pass --force to overwrite them, or choose another --out"));
         }
         Ok(ResultsDir { path: path.to_path_buf(), _lock: Arc::new(lock) })
@@ -43,6 +48,10 @@ impl ResultsDir {
         crate::atomic::write_file(&self.path.join(name), contents)
     }
 }
+
+/// The files a run writes before `metrics.json` (which it writes last): a directory
+/// holding only these is a run killed while writing.
+const PARTIAL_RUN: [&str; 2] = ["scenario.resolved.yaml", "summary.md"];
 
 /// The file that marks a directory as taken: it holds the writer's pid.
 pub const LOCK_FILE: &str = ".fgl-sim.lock";
@@ -171,6 +180,31 @@ mod tests {
         assert_eq!(fs::read(dir.join("metrics.json")).unwrap(), b"{}");
         // No temporary files, and no lock, are left behind.
         assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
+    }
+
+    /// Issue 27: a SIGKILL during a run's final writes left `scenario.resolved.yaml` and
+    /// a stray `.summary.md.tmp-PID`, and the rerun refused without --force. The dead
+    /// writer's staging file is removed and the partial run replaced; a finished run
+    /// (with metrics.json) is still protected.
+    #[test]
+    fn a_run_killed_while_writing_is_replaced_not_protected() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        fs::create_dir(&dir).unwrap();
+        fs::write(dir.join("scenario.resolved.yaml"), "seed: 0\n").unwrap();
+        fs::write(dir.join(".summary.md.tmp-4000000000-1"), "half").unwrap();
+        let r = ResultsDir::claim(&dir, false).unwrap();
+        assert!(!dir.join(".summary.md.tmp-4000000000-1").exists(), "the dead writer's staging file is gone");
+        r.write("summary.md", b"# s").unwrap();
+        r.write("metrics.json", b"{}").unwrap();
+        drop(r);
+        let e = ResultsDir::claim(&dir, false).unwrap_err().to_string();
+        assert!(e.contains("--force"), "a finished run is protected: {e}");
+        // Someone else's file is never taken for a partial run.
+        let other = tmp.path().join("other");
+        fs::create_dir(&other).unwrap();
+        fs::write(other.join("notes.txt"), "mine").unwrap();
+        assert!(ResultsDir::claim(&other, false).is_err());
     }
 
     /// Issue 27: two writers of one directory mixed their files. The second is refused,
