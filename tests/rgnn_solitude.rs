@@ -140,8 +140,10 @@ fn solitude_federated_on_cora_reports_calibration() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let rows = rows(&out);
     assert_eq!((rows.len(), &rows[0][1][..], &rows[0][4][..]), (1, "federated", "method=solitude;eps_x=1;eps_a=8;kx=4;ky=2"));
+    // Issue 27: `> 30` sat at Cora's majority class (30.2 %) and could not fail. Seed 0
+    // scores 75.8 (2026-11-25); 60 leaves room for other kernels, not for a broken pipeline.
     let acc: f64 = rows[0][7].parse().unwrap();
-    assert!(acc > 30.0, "{acc}");
+    assert!(acc > 60.0, "{acc}");
     assert!(std::fs::read_to_string(out.join("reproduce.md")).unwrap().contains("removed by calibration"));
 }
 
