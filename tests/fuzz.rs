@@ -1,13 +1,13 @@
 //! Mutation fuzzing of every parser a user's file reaches: the real files of
 //! `../shared/datasets` (npz archives and their npy members, Planetoid's and igraph's
-//! pickles, NIFTY's CSV) and the shipped scenario YAML, `--set` overrides and matrix
+//! pickles, NIFTY's and MUSAE's CSVs) and the shipped scenario YAML, `--set` overrides and matrix
 //! files, each mutated many times (bytes flipped, set to boundary values, truncated,
 //! chunks repeated, numbers replaced by huge or negative ones). Properties: no panic, no
 //! input slower than a bound, and every error of a data file names the file.
 //!
 //! The mutations come from a seeded stream, so a failure names its target and iteration
 //! and reruns identically (the failing input is also saved under the temporary
-//! directory). `FGL_FUZZ_ITERATIONS` (default 1500 per target: 33 000 inputs, ≈ 30 s on
+//! directory). `FGL_FUZZ_ITERATIONS` (default 1500 per target: 36 000 inputs, ≈ 35 s on
 //! two cores) sets the count; maintainers run more (docs/fuzzing.md).
 
 mod common;
@@ -250,4 +250,25 @@ fn scenario_yaml_set_overrides_and_matrix_files() {
         },
         |e| e.contains("m.yaml") || e.contains("quickstart.yaml"),
     );
+}
+
+#[test]
+fn musae_csv() {
+    let Some(data) = common::data_dir() else { return };
+    let tmp = copy(&data, &["lastfm_asia/lastfm_asia_target.csv", "lastfm_asia/lastfm_asia_edges.csv"]);
+    let dir = tmp.path().join("lastfm_asia");
+    for file in ["lastfm_asia_target.csv", "lastfm_asia_edges.csv"] {
+        let path = dir.join(file);
+        let original = std::fs::read(&path).unwrap();
+        fuzz(
+            &format!("musae {file}"),
+            &original,
+            |b| {
+                std::fs::write(&path, b).unwrap();
+                fgl_sim::data::loaders::load_musae(&dir, "lastfm_asia", "lastfm").map(|_| ()).map_err(|e| e.to_string())
+            },
+            |e| e.contains("lastfm_asia_"),
+        );
+        std::fs::write(&path, &original).unwrap();
+    }
 }
