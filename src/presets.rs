@@ -175,9 +175,8 @@ fn typed<S: PresetSpec>(entry: serde_norway::Value, base: Option<&Path>) -> std:
             let path = base.join(&s);
             let text =
                 std::fs::read_to_string(&path).map_err(|e| (String::new(), format!("preset file {}: cannot read: {e}", path.display())))?;
-            let value: serde_norway::Value = check_yaml_depth(&text)
-                .and_then(|()| serde_norway::from_str(&text).map_err(|e| e.to_string()))
-                .map_err(|e| (String::new(), format!("preset file {}: {e}", path.display())))?;
+            let value: serde_norway::Value =
+                parse_yaml(&text).map_err(|e| (String::new(), format!("preset file {}: {e}", path.display())))?;
             let serde_norway::Value::Mapping(m) = value else {
                 return Err((String::new(), format!("preset file {}: expected a map with `kind:`", path.display())));
             };
@@ -257,6 +256,13 @@ fn yaml<T: Serialize>(v: &T) -> Result<String> {
 /// 128 levels itself, but only after time quadratic in the depth (a 200 000-level list
 /// took over a minute): [`check_yaml_depth`] refuses deeper text before parsing.
 pub const MAX_YAML_DEPTH: usize = 128;
+
+/// Parse a user's YAML text: refused past [`MAX_YAML_DEPTH`] ([`check_yaml_depth`]),
+/// then deserialised; the error is the message alone (callers name the file).
+pub fn parse_yaml<T: DeserializeOwned>(text: &str) -> std::result::Result<T, String> {
+    check_yaml_depth(text)?;
+    serde_norway::from_str(text).map_err(|e| e.to_string())
+}
 
 /// Refuse YAML whose flow collections nest deeper than [`MAX_YAML_DEPTH`], by one pass
 /// over the text (quoted scalars and comments skipped); the message names the line.

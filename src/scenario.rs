@@ -140,8 +140,7 @@ impl Scenario {
 
     /// As [`Scenario::parse`], with preset files found relative to `base`.
     pub fn parse_in(text: &str, file: &str, base: Option<&Path>, overrides: &[String]) -> Result<Scenario> {
-        crate::presets::check_yaml_depth(text).map_err(|e| scenario_err(file, "(syntax)", e))?;
-        let mut value: serde_norway::Value = serde_norway::from_str(text).map_err(|e| scenario_err(file, "(syntax)", e.to_string()))?;
+        let mut value: serde_norway::Value = crate::presets::parse_yaml(text).map_err(|e| scenario_err(file, "(syntax)", e))?;
         if value.is_null() {
             return Err(scenario_err(file, "(file)", "is empty; a scenario needs at least `dataset.name`"));
         }

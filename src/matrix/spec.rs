@@ -120,8 +120,7 @@ impl Matrix {
         let file = path.display().to_string();
         let err = |field: &str, msg: String| Error::Matrix { file: file.clone(), field: field.to_string(), msg };
         let text = std::fs::read_to_string(path).map_err(|e| err("(file)", format!("cannot read: {e}")))?;
-        crate::presets::check_yaml_depth(&text).map_err(|e| err("(syntax)", e))?;
-        let value: Value = serde_norway::from_str(&text).map_err(|e| err("(syntax)", e.to_string()))?;
+        let value: Value = crate::presets::parse_yaml(&text).map_err(|e| err("(syntax)", e))?;
         if value.is_null() {
             return Err(err("(file)", "is empty; a matrix needs a `base:` scenario or an inline `scenario:`".into()));
         }
@@ -162,8 +161,7 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
         (Some(b), None) => {
             let path = dir.join(b);
             let text = std::fs::read_to_string(&path).map_err(|e| err("base", format!("{}: cannot read: {e}", path.display())))?;
-            crate::presets::check_yaml_depth(&text).map_err(|e| err("base", format!("{}: {e}", path.display())))?;
-            let v: Value = serde_norway::from_str(&text).map_err(|e| err("base", format!("{}: {e}", path.display())))?;
+            let v: Value = crate::presets::parse_yaml(&text).map_err(|e| err("base", format!("{}: {e}", path.display())))?;
             let d = path.parent().map(Path::to_path_buf).unwrap_or_else(|| dir.to_path_buf());
             (v, d)
         }

@@ -178,7 +178,12 @@ pub fn train_cell(base: &str, name: &str, overrides: &[String], opts: &crate::ru
 
 /// REPRODUCTION.md's "within": |ours − paper| ≤ max(paper ±, 2 points).
 pub fn within_accuracy(mean: f64, _ci: f64, p: &PaperValue) -> bool {
-    (mean - p.mean).abs() <= p.ci95.unwrap_or(0.0).max(2.0)
+    within_points(mean, p, 2.0)
+}
+
+/// |ours − paper| ≤ max(paper ±, `points`).
+pub fn within_points(mean: f64, p: &PaperValue, points: f64) -> bool {
+    (mean - p.mean).abs() <= p.ci95.unwrap_or(0.0).max(points)
 }
 
 /// The columns of `reproduce.csv`, in order.

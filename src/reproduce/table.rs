@@ -136,8 +136,7 @@ impl PaperTable {
     pub fn load(path: &Path) -> Result<PaperTable> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::data_file(path, format!("cannot read the table file: {e}")))?;
         let file = path.display().to_string();
-        crate::presets::check_yaml_depth(&text).map_err(|e| table_err(&file, "", e))?;
-        let spec: TableSpec = serde_norway::from_str(&text).map_err(|e| table_err(&file, "", e.to_string()))?;
+        let spec: TableSpec = crate::presets::parse_yaml(&text).map_err(|e| table_err(&file, "", e))?;
         let dir = path.parent().unwrap_or(Path::new("."));
         let read = |p: &Path, what: &str| {
             std::fs::read_to_string(dir.join(p)).map_err(|e| Error::data_file(dir.join(p), format!("cannot read {what}: {e}")))
@@ -345,7 +344,7 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
         super::too_few_runs(c, spec.paper_runs)
             .or_else(|| spec.notes.iter().find(|n| c.setting.starts_with(&n.when)).map(|n| n.note.clone()))
     };
-    let within = |mean: f64, _ci: f64, p: &PaperValue| (mean - p.mean).abs() <= p.ci95.unwrap_or(0.0).max(spec.tolerance_points);
+    let within = |mean: f64, _ci: f64, p: &PaperValue| super::within_points(mean, p, spec.tolerance_points);
     Report {
         paper: &spec.paper,
         dataset: &opts.dataset,
