@@ -33,6 +33,10 @@ pub enum Error {
     #[error("results {path}: {msg}")]
     Output { path: PathBuf, msg: String },
 
+    /// A signal stopped the work at a round boundary: what was saved and how to go on.
+    #[error("interrupted: {0}")]
+    Interrupted(String),
+
     #[error("{0}")]
     Other(String),
 }

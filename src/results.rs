@@ -32,8 +32,33 @@ impl ResultsDir {
         // (metrics.json, written last, missing) is no result and is replaced.
         names.retain(|n| !(crate::atomic::leftover_of_dead_process(n) && fs::remove_file(path.join(n)).is_ok()));
         let interrupted = names.iter().all(|n| PARTIAL_RUN.contains(&n.as_str()));
+        if !force && names.iter().any(|n| n == CHECKPOINT_FILE) && !names.iter().any(|n| n == "metrics.json") {
+            return Err(Error::output(
+                path,
+                format!(
+                    "holds the checkpoint of an interrupted run; go on with `fgl-sim run --resume {}`, or pass --force to start over",
+                    path.display()
+                ),
+            ));
+        }
         if !interrupted && !force {
             return Err(Error::output(path, "already holds results; pass --force to overwrite them, or choose another --out"));
+        }
+        Ok(ResultsDir { path: path.to_path_buf(), _lock: Arc::new(lock) })
+    }
+
+    /// Claim `path` to go on with the interrupted run whose checkpoint it holds.
+    pub fn claim_checkpointed(path: &Path) -> Result<ResultsDir> {
+        if !path.join(CHECKPOINT_FILE).is_file() {
+            let why = match path.join("metrics.json").is_file() {
+                true => "holds a finished run (metrics.json), nothing to resume",
+                false => "holds no checkpoint (checkpoint.cbor) to resume from",
+            };
+            return Err(Error::output(path, why));
+        }
+        let lock = DirLock::acquire(path)?;
+        if path.join("metrics.json").is_file() {
+            return Err(Error::output(path, "holds a finished run (metrics.json), nothing to resume"));
         }
         Ok(ResultsDir { path: path.to_path_buf(), _lock: Arc::new(lock) })
     }
@@ -52,6 +77,9 @@ impl ResultsDir {
 /// The files a run writes before `metrics.json` (which it writes last): a directory
 /// holding only these is a run killed while writing.
 const PARTIAL_RUN: [&str; 2] = ["scenario.resolved.yaml", "summary.md"];
+
+/// An unfinished run's checkpoint, written by `run` (`--checkpoint-every`, or when stopped).
+pub const CHECKPOINT_FILE: &str = "checkpoint.cbor";
 
 /// The file that marks a directory as taken: it holds the writer's pid.
 pub const LOCK_FILE: &str = ".fgl-sim.lock";

@@ -3,13 +3,18 @@
 //! scoring of the attacks against the ground truth → results.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
 
 use std::io::IsTerminal;
 
 use crate::backend;
 use crate::data::{Dataset, DatasetStats, Role, Split, registry};
 use crate::error::{Error, Result};
+use crate::fed::checkpoint::{self, Checkpointing, FedState};
 use crate::fed::{ClientPipeline, FedResult, Federation, FederationSetup, Progress};
 use crate::metrics::{self, ClientMetrics, Metrics, StageTimings};
 use crate::partition::{self, Client, ClientReport, Partition, PartitionConfig};
@@ -113,6 +118,42 @@ pub struct RunOptions {
     /// `reproduce`: keep the finished runs already in the results directory whose
     /// recorded scenario is the one the command now gives, and run only the rest.
     pub resume: bool,
+    /// The run's checkpoint file: when it exists the run goes on from it; it is written
+    /// every `checkpoint_every` rounds and when `stop` is set. `None`: no checkpoints.
+    pub checkpoint: Option<PathBuf>,
+    pub checkpoint_every: Option<usize>,
+    /// Set (by a signal) to stop at the next round boundary, saving a checkpoint first.
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+pub use crate::results::CHECKPOINT_FILE;
+
+/// What a checkpoint file holds: the run it belongs to and the federation's state.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunCheckpoint {
+    pub format: u32,
+    /// The run's name in its metrics (the scenario file's stem).
+    pub stem: String,
+    /// The resolved scenario: a resumed run is this scenario, whatever else is given.
+    pub scenario: String,
+    pub fed: FedState,
+}
+
+const CHECKPOINT_FORMAT: u32 = 1;
+
+/// Read the checkpoint at `path`.
+pub fn read_checkpoint(path: &Path) -> Result<RunCheckpoint> {
+    let bytes = std::fs::read(path).map_err(|e| Error::output(path, format!("cannot read the checkpoint: {e}")))?;
+    let c: RunCheckpoint = checkpoint::decode(&bytes, &path.display().to_string()).map_err(|e| Error::output(path, e.to_string()))?;
+    if c.format != CHECKPOINT_FORMAT {
+        return Err(Error::output(path, format!("checkpoint format {} (this fgl-sim reads {CHECKPOINT_FORMAT})", c.format)));
+    }
+    Ok(c)
+}
+
+/// The scenario a checkpoint was made for.
+pub fn checkpoint_scenario(path: &Path, c: &RunCheckpoint) -> Result<Scenario> {
+    Scenario::parse(&c.scenario, &path.display().to_string(), &[])
 }
 
 /// The federation the scenario describes over the prepared clients: each client's
@@ -148,13 +189,47 @@ pub fn federation_with(scenario: &Scenario, prepared: &Prepared, progress: Progr
 
 /// Train the prepared clients as the scenario says, with its attacks as the server.
 pub fn train(scenario: &Scenario, prepared: &Prepared, opts: &RunOptions) -> Result<FedResult> {
+    train_named(scenario, "", prepared, opts)
+}
+
+/// [`train`] of the run called `stem`, checkpointed as `opts` says.
+fn train_named(scenario: &Scenario, stem: &str, prepared: &Prepared, opts: &RunOptions) -> Result<FedResult> {
     let progress = match &opts.progress {
         Some(p) => p.clone(),
         None if !opts.quiet && std::io::stderr().is_terminal() => Progress::Bar,
         None => Progress::Hidden,
     };
     let mut server = scenario.server()?;
-    backend::with_threads(opts.threads, || federation(scenario, prepared, progress)?.run(server.as_mut()))
+    let resolved = scenario.to_yaml();
+    let resume = match &opts.checkpoint {
+        Some(path) if path.exists() => {
+            let c = read_checkpoint(path)?;
+            if c.scenario != resolved {
+                return Err(Error::output(path, "is the checkpoint of another scenario (its resolved scenario differs from this run's)"));
+            }
+            Some(c.fed)
+        }
+        _ => None,
+    };
+    let mut write = |state: &FedState| -> Result<()> {
+        let path = opts.checkpoint.as_deref().expect("saving only with a checkpoint path");
+        let c = RunCheckpoint { format: CHECKPOINT_FORMAT, stem: stem.to_string(), scenario: resolved.clone(), fed: state.clone() };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::output(dir, format!("cannot create: {e}")))?;
+        }
+        crate::atomic::write_file(path, &checkpoint::encode(&c)?)
+    };
+    let checkpoints = Checkpointing {
+        every: opts.checkpoint_every,
+        resume,
+        save: if opts.checkpoint.is_some() { Some(&mut write) } else { None },
+        stop: opts.stop.as_deref(),
+    };
+    let result = backend::with_threads(opts.threads, || federation(scenario, prepared, progress)?.run_with(server.as_mut(), checkpoints));
+    match (result, &opts.checkpoint) {
+        (Err(Error::Interrupted(what)), Some(path)) => Err(Error::Interrupted(format!("{what}; its state is saved in {}", path.display()))),
+        (r, _) => r,
+    }
 }
 
 /// The partition section of `metrics.json` and of `fgl-sim partition --json`.
@@ -169,23 +244,61 @@ pub fn partition_summary(cfg: &PartitionConfig, prepared: &Prepared, centralized
     }
 }
 
+/// The results directory of a run: `--out`, the scenario's `output.dir`, or a new
+/// `results/<stem>-<time>`.
+pub fn out_dir(scenario: &Scenario, scenario_path: &Path, opts: &RunOptions) -> PathBuf {
+    match (&opts.out, &scenario.output.dir) {
+        (Some(d), _) | (None, Some(d)) => d.clone(),
+        (None, None) => results::default_dir(Path::new("results"), stem_of(scenario_path)),
+    }
+}
+
+fn stem_of(scenario_path: &Path) -> &str {
+    scenario_path.file_stem().and_then(|s| s.to_str()).unwrap_or("scenario")
+}
+
 /// Run a scenario and write its results directory; returns the directory.
 pub fn run(scenario: &Scenario, scenario_path: &Path, opts: &RunOptions) -> Result<PathBuf> {
-    let stem = scenario_path.file_stem().and_then(|s| s.to_str()).unwrap_or("scenario");
-    let dir = match (&opts.out, &scenario.output.dir) {
-        (Some(d), _) | (None, Some(d)) => d.clone(),
-        (None, None) => results::default_dir(Path::new("results"), stem),
-    };
+    let stem = stem_of(scenario_path);
+    let dir = out_dir(scenario, scenario_path, opts);
     // Refuse before doing any work, so an existing run is never lost.
     let out = ResultsDir::claim(&dir, opts.force)?;
-    let files = execute(scenario, stem, opts)?;
+    let checkpoint = dir.join(CHECKPOINT_FILE);
+    if checkpoint.exists() {
+        // Only `--force` gets here past a checkpoint: start over.
+        std::fs::remove_file(&checkpoint).map_err(|e| Error::output(&checkpoint, format!("cannot remove: {e}")))?;
+    }
+    finish_in(&out, scenario, stem, opts)
+}
+
+/// Go on with the interrupted run whose results directory is `dir`, from its checkpoint.
+pub fn resume(dir: &Path, opts: &RunOptions) -> Result<PathBuf> {
+    let out = ResultsDir::claim_checkpointed(dir)?;
+    let path = dir.join(CHECKPOINT_FILE);
+    let c = read_checkpoint(&path)?;
+    let scenario = checkpoint_scenario(&path, &c)?;
+    if !opts.quiet {
+        eprintln!("resuming `{}` after round {} of {}", c.stem, c.fed.round, scenario.federation.rounds);
+    }
+    finish_in(&out, &scenario, &c.stem, opts)
+}
+
+/// Run (or go on with) the run in the claimed `out` and write its results; its checkpoint
+/// is removed once they are written.
+fn finish_in(out: &ResultsDir, scenario: &Scenario, stem: &str, opts: &RunOptions) -> Result<PathBuf> {
+    let checkpoint = out.path().join(CHECKPOINT_FILE);
+    let opts = RunOptions { checkpoint: Some(checkpoint.clone()), ..opts.clone() };
+    let files = execute(scenario, stem, &opts)?;
     for (name, contents) in files.iter() {
         out.write(name, contents.as_bytes())?;
+    }
+    if checkpoint.exists() {
+        std::fs::remove_file(&checkpoint).map_err(|e| Error::output(&checkpoint, format!("cannot remove: {e}")))?;
     }
     if !opts.quiet {
         eprintln!("{}", files.summary);
     }
-    Ok(dir)
+    Ok(out.path().to_path_buf())
 }
 
 /// The files of a finished run, in the order they are written.
@@ -208,8 +321,11 @@ impl RunFiles {
 pub fn execute(scenario: &Scenario, stem: &str, opts: &RunOptions) -> Result<RunFiles> {
     let t = Instant::now();
     let prepared = prepare(scenario, opts.data_dir.as_deref())?;
+    if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
+        return Err(Error::Interrupted("stopped before round 1: nothing to save".into()));
+    }
     let t_train = Instant::now();
-    let fed = train(scenario, &prepared, opts)?;
+    let fed = train_named(scenario, stem, &prepared, opts)?;
     let train_s = t_train.elapsed().as_secs_f64();
     let total_ms = ms(t);
 

@@ -134,6 +134,15 @@ impl ServerStrategy for EcLda {
         self.scaled.as_ref().map(|(_, p)| p.clone())
     }
 
+    /// The scaled model is a cache of the current round: only the estimator's state lasts.
+    fn save_state(&self) -> Result<Vec<u8>> {
+        self.estimator.save_state()
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
+        self.estimator.restore_state(state)
+    }
+
     fn after_update(&mut self, ctx: &RoundContext, update: &ClientUpdate<'_>) -> Result<()> {
         self.estimator.after_update(ctx, update)
     }

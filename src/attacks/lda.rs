@@ -238,6 +238,15 @@ impl ServerStrategy for Lda {
     fn finish(&mut self) -> AttackOutput {
         std::mem::take(&mut self.output)
     }
+
+    fn save_state(&self) -> Result<Vec<u8>> {
+        crate::fed::checkpoint::encode(&self.output)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
+        self.output = crate::fed::checkpoint::decode(state, &format!("attack `{}`'s state", self.name))?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

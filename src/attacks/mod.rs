@@ -220,4 +220,15 @@ impl ServerStrategy for Composite {
         }
         out
     }
+    fn save_state(&self) -> Result<Vec<u8>> {
+        let states = self.attacks.iter().map(|a| a.save_state()).collect::<Result<Vec<_>>>()?;
+        crate::fed::checkpoint::encode(&states)
+    }
+    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
+        let states: Vec<Vec<u8>> = crate::fed::checkpoint::decode(state, "the attacks' states")?;
+        if states.len() != self.attacks.len() {
+            return Err(Error::Other(format!("checkpoint: {} attacks' states for {} attacks", states.len(), self.attacks.len())));
+        }
+        self.attacks.iter_mut().zip(&states).try_for_each(|(a, s)| a.restore_state(s))
+    }
 }

@@ -6,6 +6,8 @@ mod partition;
 mod privacy;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -62,8 +64,9 @@ enum DatasetsAction {
 enum Command {
     /// Run a scenario and write its results directory.
     Run {
-        /// The scenario YAML file.
-        file: PathBuf,
+        /// The scenario YAML file (not with --resume: the checkpoint holds the scenario).
+        #[arg(required_unless_present = "resume")]
+        file: Option<PathBuf>,
         #[command(flatten)]
         data: DataDirArg,
         /// Results directory (default: output.dir of the scenario, else results/<name>-<time>).
@@ -84,6 +87,15 @@ enum Command {
         /// Overwrite a results directory that already holds results.
         #[arg(long)]
         force: bool,
+        /// Save the federation's state to <out>/checkpoint.cbor every N rounds, so that a
+        /// killed run can go on with --resume (Ctrl-C / SIGTERM always save one at the next
+        /// round boundary).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        checkpoint_every: Option<u64>,
+        /// Go on with the interrupted run in DIR from its checkpoint, to the numbers it would
+        /// have given uninterrupted.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "set", "seed", "backend", "out", "force"])]
+        resume: Option<PathBuf>,
         /// No progress or summary on the terminal.
         #[arg(long)]
         quiet: bool,
@@ -112,6 +124,10 @@ enum Command {
         /// Build the report from the run directories under <out>, wherever they were produced.
         #[arg(long)]
         collect: bool,
+        /// Save each run's state every N rounds under <out>/checkpoints/ (Ctrl-C / SIGTERM
+        /// always save the runs in progress); a rerun goes on from them.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        checkpoint_every: Option<u64>,
         /// No progress bars.
         #[arg(long)]
         quiet: bool,
@@ -358,6 +374,8 @@ impl ReproduceArgs {
             threads: self.threads,
             progress: None,
             resume: self.resume,
+            stop: Some(stop_on_signals()),
+            ..Default::default()
         }
     }
 }
@@ -479,10 +497,47 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     match dispatch(cli.command) {
         Ok(()) => 0,
+        Err(e @ Error::Interrupted(_)) => {
+            eprintln!("{e}");
+            130
+        }
         Err(e) => {
             eprintln!("error: {e}");
             1
         }
+    }
+}
+
+/// A flag SIGINT and SIGTERM set: runs stop at their next round boundary and save a
+/// checkpoint. A second signal ends the process at once (exit 130).
+pub fn stop_on_signals() -> Arc<AtomicBool> {
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    // Async-signal-safe: a load of the initialised cell, an atomic swap, and _exit.
+    extern "C" fn on_signal(_: libc::c_int) {
+        if FLAG.get().is_some_and(|f| f.swap(true, std::sync::atomic::Ordering::SeqCst)) {
+            // SAFETY: _exit is async-signal-safe.
+            unsafe { libc::_exit(130) };
+        }
+    }
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: the handler does only async-signal-safe work. A signal in the instant
+            // before FLAG is published finds no flag and is ignored.
+            unsafe { libc::signal(signal, on_signal as *const () as libc::sighandler_t) };
+        }
+        flag
+    })
+    .clone()
+}
+
+/// An interrupted run's error, with the command that goes on with it.
+fn with_resume_hint(e: Error, dir: &Path) -> Error {
+    match e {
+        Error::Interrupted(what) if what.contains("saved") => {
+            Error::Interrupted(format!("{what}; go on with `fgl-sim run --resume {}`", dir.display()))
+        }
+        e => e,
     }
 }
 
@@ -492,16 +547,34 @@ fn data_dir(arg: &DataDirArg) -> Option<PathBuf> {
 
 fn dispatch(command: Command) -> Result<()> {
     match command {
-        Command::Run { file, data, out, mut set, seed, backend, threads, force, quiet } => {
+        Command::Run { file, data, out, mut set, seed, backend, threads, force, checkpoint_every, resume, quiet } => {
             if let Some(s) = seed {
                 set.push(format!("seed={s}"));
             }
             if let Some(b) = backend {
                 set.push(format!("backend={}", yaml_name(&b)));
             }
-            let scenario = Scenario::load(&file, &set)?;
-            let opts = RunOptions { data_dir: data_dir(&data), out, force, quiet, threads, progress: None, resume: false };
-            let dir = run::run(&scenario, &file, &opts).map_err(|e| in_file(e, &file))?;
+            let opts = RunOptions {
+                data_dir: data_dir(&data),
+                out,
+                force,
+                quiet,
+                threads,
+                checkpoint_every: checkpoint_every.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                stop: Some(stop_on_signals()),
+                ..Default::default()
+            };
+            let dir = match (&resume, &file) {
+                (Some(dir), _) => run::resume(dir, &opts).map_err(|e| with_resume_hint(e, dir))?,
+                (None, Some(file)) => {
+                    let scenario = Scenario::load(file, &set)?;
+                    // Chosen once, so the hint of an interrupted run names its directory.
+                    let dir = run::out_dir(&scenario, file, &opts);
+                    let opts = RunOptions { out: Some(dir.clone()), ..opts };
+                    run::run(&scenario, file, &opts).map_err(|e| with_resume_hint(in_file(e, file), &dir))?
+                }
+                (None, None) => unreachable!("clap requires a scenario file without --resume"),
+            };
             println!("results written to {}", dir.display());
             // A diverged run keeps its results (the matrix reports it as diverged) but is
             // no success.
@@ -518,12 +591,19 @@ fn dispatch(command: Command) -> Result<()> {
             }
             Ok(())
         }
-        Command::Matrix { file, data, out, jobs, dry_run, emit_jobs, collect, quiet } => {
+        Command::Matrix { file, data, out, jobs, dry_run, emit_jobs, collect, checkpoint_every, quiet } => {
             if jobs == Some(0) {
                 return Err(Error::param("--jobs", "at least 1 run at a time"));
             }
             let m = crate::matrix::Matrix::load(&file)?;
-            let opts = crate::matrix::MatrixOptions { data_dir: data_dir(&data), out, jobs, quiet };
+            let opts = crate::matrix::MatrixOptions {
+                data_dir: data_dir(&data),
+                out,
+                jobs,
+                quiet,
+                checkpoint_every: checkpoint_every.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                stop: Some(stop_on_signals()),
+            };
             matrix::matrix_cmd(&m, &opts, dry_run, emit_jobs, collect)
         }
         Command::Scenario { action: ScenarioAction::Check { files, set, data } } => {

@@ -8,7 +8,7 @@ use crate::rng;
 
 /// What a node is used for. Unlabelled nodes are `Unused` (they still take part in
 /// message passing).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Train,

@@ -221,8 +221,8 @@ impl super::DefenseConfig for DpGnnConfig {
         }
         // K = D + 1 or D² + D + 1 must not overflow (refused here, when the scenario loads).
         accountant::max_terms_per_node(self.max_degree, model.layers)?;
-        let trainer = DpGnn { config: self.clone(), client: client.client, layers: model.layers, epochs: cfg.epochs, rounds: client.rounds, plan: OnceLock::new() };
-        Ok(Defense::new(name).with_trainer(trainer))
+        let trainer = std::sync::Arc::new(DpGnn { config: self.clone(), client: client.client, layers: model.layers, epochs: cfg.epochs, rounds: client.rounds, plan: OnceLock::new() });
+        Ok(Defense::new(name).with_trainer(trainer.clone()).with_state(trainer))
     }
 }
 
@@ -256,8 +256,59 @@ struct ClientPlan {
     thresholds: Mutex<Option<Vec<f64>>>,
     /// `ec-lda-code`: the clipped terms summed over every step so far (never zeroed, as in
     /// the code), per tensor; and the edges its degree clipping removed.
-    accumulated: Mutex<Option<Vec<Tensor<2>>>>,
+    accumulated: Mutex<Option<Accumulated>>,
     removed_edges: usize,
+}
+
+/// The EC-LDA code's running sums: on the device, or on the host as a checkpoint
+/// restored them (moved to the device at the next step).
+enum Accumulated {
+    Device(Vec<Tensor<2>>),
+    Host(Vec<HostTensor>),
+}
+
+/// A tensor's shape and values, for a checkpoint.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct HostTensor {
+    shape: [usize; 2],
+    values: Vec<f32>,
+}
+
+/// What a client's trainer keeps between rounds.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SavedPlan {
+    thresholds: Option<Vec<f64>>,
+    accumulated: Option<Vec<HostTensor>>,
+}
+
+/// The thresholds estimated when the client first trained, and the EC-LDA code's running
+/// sums, last between rounds; the rest of the plan is made again before round 1.
+impl crate::fed::Persistent for DpGnn {
+    fn save(&self) -> Result<Vec<u8>> {
+        let plan = self.plan()?;
+        let accumulated = match &*plan.accumulated.lock().expect("dp-gnn state") {
+            None => None,
+            Some(Accumulated::Host(h)) => Some(h.iter().map(|t| HostTensor { shape: t.shape, values: t.values.clone() }).collect()),
+            Some(Accumulated::Device(d)) => Some(
+                d.iter()
+                    .map(|t| HostTensor { shape: t.dims(), values: t.clone().into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert") })
+                    .collect(),
+            ),
+        };
+        let thresholds = plan.thresholds.lock().expect("dp-gnn state").clone();
+        crate::fed::checkpoint::encode(&SavedPlan { thresholds, accumulated })
+    }
+
+    fn restore(&self, state: &[u8]) -> Result<()> {
+        let saved: SavedPlan = crate::fed::checkpoint::decode(state, "dp-gnn's plan")?;
+        let plan = self.plan()?;
+        if saved.accumulated.iter().flatten().any(|t| t.values.len() != t.shape[0] * t.shape[1]) {
+            return Err(Error::Other(format!("checkpoint: dp-gnn's running sums of client {} are damaged", self.client)));
+        }
+        *plan.thresholds.lock().expect("dp-gnn state") = saved.thresholds;
+        *plan.accumulated.lock().expect("dp-gnn state") = saved.accumulated.map(Accumulated::Host);
+        Ok(())
+    }
 }
 
 impl DpGnn {
@@ -580,10 +631,14 @@ impl DpGnn {
         let mut slot = plan.accumulated.lock().expect("one trainer per client");
         let accumulated: Vec<Tensor<2>> = match slot.take() {
             None => sums,
-            Some(acc) => acc.into_iter().zip(sums).map(|(a, s)| a + s).collect(),
+            Some(Accumulated::Device(acc)) => acc.into_iter().zip(sums).map(|(a, s)| a + s).collect(),
+            Some(Accumulated::Host(acc)) => {
+                let acc = acc.into_iter().map(|t| Tensor::<2>::from_data(TensorData::new(t.values, t.shape), device));
+                acc.zip(sums).map(|(a, s)| a + s).collect()
+            }
         };
         let step: Vec<Tensor<2>> = accumulated.iter().zip(pn.noise_dims()).map(|(a, dims)| (a.clone() + gaussian(dims, noise_std, rng, device)) * (1.0 / plan.batch as f32)).collect();
-        *slot = Some(accumulated);
+        *slot = Some(Accumulated::Device(accumulated));
         Ok(pn.gradients(step))
     }
 }

@@ -139,7 +139,7 @@ impl super::DefenseConfig for LabelDpConfig {
         let t = std::sync::Arc::new(LabelDp { config: self.clone(), stages: Mutex::default() });
         let d = Defense::new(name).with_data(t.clone());
         // Plain RR is done before round 1; only the prior's stages need the round hook.
-        Ok(if self.mechanism == LabelMechanism::RrWithPrior { d.with_round(t) } else { d })
+        Ok(if self.mechanism == LabelMechanism::RrWithPrior { d.with_round(t.clone()).with_state(t) } else { d })
     }
 }
 
@@ -151,6 +151,7 @@ pub struct LabelDp {
 }
 
 /// One client's randomisation plan.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Stages {
     /// Per stage: the nodes and the role each returns to once randomised.
     nodes: Vec<Vec<(usize, Role)>>,
@@ -221,6 +222,18 @@ impl LabelDp {
             (Some(f), _) => Ok(f.clone()),
             (None, _) => Ok(vec![1.0; classes]),
         }
+    }
+}
+
+/// The stages done so far last between rounds.
+impl crate::fed::Persistent for LabelDp {
+    fn save(&self) -> Result<Vec<u8>> {
+        crate::fed::checkpoint::encode(&*self.stages.lock().expect("label-dp state"))
+    }
+
+    fn restore(&self, state: &[u8]) -> Result<()> {
+        *self.stages.lock().expect("label-dp state") = crate::fed::checkpoint::decode(state, "label-dp's stages")?;
+        Ok(())
     }
 }
 

@@ -164,7 +164,7 @@ impl super::DefenseConfig for SolitudeConfig {
             adjacency: Mutex::new(None),
         });
         let d = Defense::new(name).with_data(state.clone()).with_loss(DropTransform { ky: self.ky, forward_correction: true });
-        Ok(if self.calibrate { d.with_trainer(Calibration(state)) } else { d })
+        Ok(if self.calibrate { d.with_trainer(Calibration(state.clone())).with_state(state) } else { d })
     }
 }
 
@@ -179,7 +179,7 @@ struct Solitude {
 
 /// A client's A^c: one weight per entry of its reported graph's CSR (row v, sender u),
 /// with the state of its Adam optimiser.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Adjacency {
     pub weights: Vec<f32>,
     m: Vec<f32>,
@@ -278,6 +278,24 @@ impl DataTransform for Solitude {
         );
         cost.epsilon = self.cfg.epsilon_x.value() + self.cfg.epsilon_a.value();
         Ok(Some(cost))
+    }
+}
+
+/// The learned adjacency (weights and its Adam state) lasts between rounds.
+impl crate::fed::Persistent for Solitude {
+    fn save(&self) -> Result<Vec<u8>> {
+        crate::fed::checkpoint::encode(&*self.adjacency.lock().expect("solitude state"))
+    }
+
+    fn restore(&self, state: &[u8]) -> Result<()> {
+        let saved: Option<Adjacency> = crate::fed::checkpoint::decode(state, "solitude's adjacency")?;
+        let mut current = self.adjacency.lock().expect("solitude state");
+        let entries = |a: &Option<Adjacency>| a.as_ref().map(|a| a.weights.len());
+        if entries(&saved) != entries(&current) {
+            return Err(Error::Other(format!("checkpoint: solitude's adjacency of client {} does not fit its reported graph", self.client)));
+        }
+        *current = saved;
+        Ok(())
     }
 }
 

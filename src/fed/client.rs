@@ -20,6 +20,7 @@
 //! [`ClientDefenses`] runs them in order.
 
 use super::RoundContext;
+use super::checkpoint::Persistent;
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 use crate::privacy::PrivacyCost;
@@ -68,6 +69,9 @@ impl<T: DataTransform + ?Sized> DataTransform for std::sync::Arc<T> {
     }
 }
 
+/// Changes a client's data at the start of a round it trains in. It may change the labels,
+/// the roles and the label transition (what a checkpoint keeps of the data); state of
+/// its own that lasts between rounds goes in a [`Persistent`] role.
 pub trait RoundTransform: Send + Sync {
     /// Transform the client's data at the start of `round`, one it trains in.
     /// `received_logits` runs the model the client received this round on its data as
@@ -114,12 +118,14 @@ pub struct Defense {
     pub loss: Option<Box<dyn LossTransform>>,
     pub round: Option<Box<dyn RoundTransform>>,
     pub trainer: Option<Box<dyn LocalTrainer>>,
+    /// What the instance keeps between rounds, for checkpoints (see [`Persistent`]).
+    pub state: Option<Box<dyn Persistent>>,
 }
 
 impl Defense {
     /// A defense that plays no role yet (add roles with the `with_*` methods).
     pub fn new(name: impl Into<String>) -> Defense {
-        Defense { name: name.into(), data: None, loss: None, round: None, trainer: None }
+        Defense { name: name.into(), data: None, loss: None, round: None, trainer: None, state: None }
     }
     pub fn with_data(mut self, t: impl DataTransform + 'static) -> Defense {
         self.data = Some(Box::new(t));
@@ -135,6 +141,10 @@ impl Defense {
     }
     pub fn with_trainer(mut self, t: impl LocalTrainer + 'static) -> Defense {
         self.trainer = Some(Box::new(t));
+        self
+    }
+    pub fn with_state(mut self, t: impl Persistent + 'static) -> Defense {
+        self.state = Some(Box::new(t));
         self
     }
 }
@@ -236,6 +246,34 @@ impl ClientDefenses {
 
     /// The trainer chain, outermost first, each with its defense's name (empty: plain
     /// [`crate::train::FullBatch`]).
+    /// Per defense, in order: the state it keeps between rounds (`None`: it keeps none).
+    pub fn save_states(&self) -> Result<Vec<Option<Vec<u8>>>> {
+        self.defenses.iter().map(|d| d.state.as_ref().map(|s| s.save()).transpose()).collect()
+    }
+
+    /// Put back what [`save_states`](Self::save_states) saved (into freshly built and
+    /// prepared instances).
+    pub fn restore_states(&self, states: &[Option<Vec<u8>>]) -> Result<()> {
+        let names = || self.defenses.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join(", ");
+        if states.len() != self.defenses.len() {
+            return Err(Error::Other(format!("checkpoint: {} defenses' states for the pipeline [{}]", states.len(), names())));
+        }
+        for (d, saved) in self.defenses.iter().zip(states) {
+            match (&d.state, saved) {
+                (Some(s), Some(bytes)) => s.restore(bytes)?,
+                (None, None) => {}
+                _ => {
+                    return Err(Error::Other(format!(
+                        "checkpoint: defense `{}`'s state does not match the pipeline [{}]",
+                        d.name,
+                        names()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn trainers(&self) -> Vec<(&dyn LocalTrainer, &str)> {
         self.trainers
             .iter()

@@ -7,6 +7,7 @@
 //! updates are collected in client-id order and averaged in f64, so the numbers do not
 //! depend on thread count or scheduling. On the GPU the clients train one after another.
 
+pub mod checkpoint;
 pub mod client;
 pub mod config;
 pub mod params;
@@ -21,6 +22,7 @@ use rand::seq::SliceRandom;
 use rayon::prelude::*;
 use serde::Serialize;
 
+pub use checkpoint::{Checkpointing, FedState, Persistent};
 pub use client::{ClientContext, ClientDefenses, ClientPipeline, DataTransform, Defense, DefenseBuilder, LossTransform, RoundTransform};
 pub use config::{FederationConfig, Weighting};
 pub use params::{ModelParams, ParamTensor};
@@ -80,7 +82,7 @@ impl PartialEq for Progress {
 }
 
 /// Metrics of one round, all computed with the new global model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct RoundMetrics {
     pub round: usize,
     /// Accuracy over the union of all clients' test nodes.
@@ -209,19 +211,35 @@ impl Federation {
 
     /// Run the rounds with `strategy` as the server.
     pub fn run(&mut self, strategy: &mut dyn ServerStrategy) -> Result<FedResult> {
+        self.run_with(strategy, Checkpointing::default())
+    }
+
+    /// [`run`](Self::run), saving its state at round boundaries and starting from a saved
+    /// one as `checkpoints` says ([`checkpoint`]).
+    pub fn run_with(&mut self, strategy: &mut dyn ServerStrategy, checkpoints: Checkpointing<'_>) -> Result<FedResult> {
         strategy.setup(&self.server)?;
+        let Checkpointing { every, resume, mut save, stop } = checkpoints;
+        if save.is_some() || resume.is_some() {
+            strategy.save_state()?; // a strategy that cannot be checkpointed is refused before round 1
+        }
         let threat_model = strategy.threat_model();
-        let cfg = &self.setup;
-        let template = &self.template;
-        let mut global = ModelParams::of(template);
+        let mut global = ModelParams::of(&self.template);
         let parameters = global.num_values();
 
-        let rounds = cfg.federation.rounds;
-        let bar = progress_bar(rounds, cfg.progress == Progress::Bar);
+        let rounds = self.setup.federation.rounds;
+        let bar = progress_bar(rounds, self.setup.progress == Progress::Bar);
         let mut result = Vec::with_capacity(rounds);
         let mut round_seconds = Vec::with_capacity(rounds);
         let mut trained = vec![0usize; self.clients.len()];
-        for round in 1..=rounds {
+        let mut start = 1;
+        if let Some(state) = resume {
+            start = state.round + 1;
+            bar.set_position(state.round as u64);
+            (global, result, round_seconds, trained) = self.restore(state, strategy)?;
+        }
+        let cfg = &self.setup;
+        let template = &self.template;
+        for round in start..=rounds {
             let t = Instant::now();
             let ctx = RoundContext { round, rounds };
             let selected = select_clients(self.clients.len(), cfg.federation.client_fraction, cfg.seed, round);
@@ -362,6 +380,17 @@ impl Federation {
             if diverged {
                 break;
             }
+            let stopped = stop.is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst));
+            if round < rounds
+                && (stopped || every.is_some_and(|n| round % n == 0))
+                && let Some(save) = save.as_mut()
+            {
+                save(&self.capture(round, &global, &result, &round_seconds, &trained, strategy)?)?;
+            }
+            if stopped && round < rounds {
+                bar.finish_and_clear();
+                return Err(Error::Interrupted(format!("stopped after round {round} of {rounds}")));
+            }
         }
         bar.finish_and_clear();
 
@@ -383,6 +412,132 @@ impl Federation {
         let trained_label_counts = states.iter().map(|s| s.local.train_label_counts()).collect();
         Ok(FedResult { rounds: result, parameters, privacy, threat_model, attack: strategy.finish(), trained_label_counts, round_seconds })
     }
+}
+
+impl Federation {
+    /// The state after `round` rounds (see [`checkpoint`]).
+    fn capture(
+        &self,
+        round: usize,
+        global: &ModelParams,
+        metrics: &[RoundMetrics],
+        round_seconds: &[f64],
+        trained: &[usize],
+        strategy: &dyn ServerStrategy,
+    ) -> Result<FedState> {
+        let clients = self
+            .clients
+            .iter()
+            .map(|s| {
+                let optimizer = match s.optimizer.lock().expect("no trainer runs between rounds").as_ref() {
+                    Some(o) => {
+                        Some(o.into_bytes().map_err(|e| Error::Other(format!("checkpoint: client {}'s optimizer: {e:?}", s.id)))?.to_vec())
+                    }
+                    None => None,
+                };
+                Ok(checkpoint::ClientCheckpoint {
+                    labels: s.defenses.has_round_transforms().then(|| checkpoint::LabelState {
+                        labels: s.local.labels.clone(),
+                        roles: s.local.roles.clone(),
+                        label_transition: s.local.label_transition.clone(),
+                    }),
+                    graph_weights: s.tensors.graph.edge_weights(),
+                    optimizer,
+                    defenses: s.defenses.save_states()?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(FedState {
+            round,
+            global: global.clone(),
+            metrics: metrics.to_vec(),
+            round_seconds: round_seconds.to_vec(),
+            trained: trained.to_vec(),
+            param_ids: param_ids(&self.template),
+            clients,
+            server: strategy.save_state()?,
+        })
+    }
+
+    /// Put `state` back into this freshly built federation and `strategy` (set up);
+    /// returns the global model, metrics, round seconds and rounds trained per client.
+    #[allow(clippy::type_complexity)]
+    fn restore(
+        &mut self,
+        state: FedState,
+        strategy: &mut dyn ServerStrategy,
+    ) -> Result<(ModelParams, Vec<RoundMetrics>, Vec<f64>, Vec<usize>)> {
+        let fail = |msg: String| Err(Error::Other(format!("checkpoint does not fit this federation: {msg}")));
+        let own = ModelParams::of(&self.template);
+        let shape = |p: &ModelParams| p.tensors.iter().map(|t| (t.name.clone(), t.shape.clone())).collect::<Vec<_>>();
+        if shape(&own) != shape(&state.global) || state.param_ids.len() != own.tensors.len() {
+            return fail("another model".into());
+        }
+        if state.clients.len() != self.clients.len() || state.trained.len() != self.clients.len() {
+            return fail(format!("{} clients saved, {} now", state.clients.len(), self.clients.len()));
+        }
+        if state.round > self.setup.federation.rounds || state.metrics.len() != state.round {
+            return fail(format!("round {} of {} with {} rounds' metrics", state.round, self.setup.federation.rounds, state.metrics.len()));
+        }
+        // An optimizer's state is keyed by the parameter ids of the model it stepped.
+        self.template = with_param_ids(self.template.clone(), &state.param_ids);
+        for (s, c) in self.clients.iter_mut().zip(state.clients) {
+            if let Some(l) = c.labels {
+                let n = s.local.labels.len();
+                if l.labels.len() != n || l.roles.len() != n {
+                    return fail(format!("client {} holds {n} nodes", s.id));
+                }
+                (s.local.labels, s.local.roles, s.local.label_transition) = (l.labels, l.roles, l.label_transition);
+                (s.tensors, s.loss, s.weight) = derived(&s.local, &self.setup, &s.defenses, self.classes, &self.device)?;
+            }
+            if let Some(w) = c.graph_weights {
+                let entries = s.local.graph.csr().1.len();
+                if w.len() != entries {
+                    return fail(format!("client {} has {entries} graph entries, {} weights saved", s.id, w.len()));
+                }
+                let w = burn::tensor::Tensor::<2>::from_data(burn::tensor::TensorData::new(w, [entries, 1]), &self.device);
+                s.tensors.graph = s.tensors.graph.with_edge_weights(w);
+            }
+            if let Some(bytes) = c.optimizer {
+                let optim = train::optimizer(&self.setup.train)
+                    .from_bytes(burn::tensor::Bytes::from_bytes_vec(bytes))
+                    .map_err(|e| Error::Other(format!("checkpoint: client {}'s optimizer: {e:?}", s.id)))?;
+                *s.optimizer.lock().expect("no trainer runs yet") = Some(optim);
+            }
+            s.defenses.restore_states(&c.defenses)?;
+        }
+        strategy.restore_state(&state.server)?;
+        Ok((state.global, state.metrics, state.round_seconds, state.trained))
+    }
+}
+
+/// The ids of `model`'s parameters, in visiting order.
+fn param_ids<M: burn::module::Module>(model: &M) -> Vec<u64> {
+    struct Ids(Vec<u64>);
+    impl burn::module::ModuleVisitor for Ids {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<burn::tensor::Tensor<D>>) {
+            self.0.push(param.id.val());
+        }
+    }
+    let mut ids = Ids(Vec::new());
+    model.visit(&mut ids);
+    ids.0
+}
+
+/// `model` with its parameters renamed to `ids` (in visiting order).
+fn with_param_ids<M: burn::module::Module>(model: M, ids: &[u64]) -> M {
+    struct Rename<'a>(&'a [u64], usize);
+    impl burn::module::ModuleMapper for Rename<'_> {
+        fn map_float<const D: usize>(
+            &mut self,
+            param: burn::module::Param<burn::tensor::Tensor<D>>,
+        ) -> burn::module::Param<burn::tensor::Tensor<D>> {
+            let (_, value, mapper) = param.consume();
+            self.1 += 1;
+            burn::module::Param::from_mapped_value(burn::module::ParamId::from(self.0[self.1 - 1]), value, mapper)
+        }
+    }
+    model.map(&mut Rename(ids, 0))
 }
 
 /// Query access to the clients' graphs for one round (see [`ClientOracle`]).

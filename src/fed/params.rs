@@ -9,7 +9,7 @@ use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::tensor::{Tensor, TensorCreationOptions, TensorData};
 
 /// One parameter tensor on the host.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ParamTensor {
     /// Module path, e.g. `head.weight` (Burn's `Linear` weight is `[d_in, d_out]`).
     pub name: String,
@@ -18,7 +18,7 @@ pub struct ParamTensor {
 }
 
 /// A model's parameters as shared over the network.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ModelParams {
     pub tensors: Vec<ParamTensor>,
 }

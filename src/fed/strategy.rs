@@ -12,12 +12,12 @@
 use std::sync::Arc;
 
 use burn::tensor::Device;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::FederationSetup;
 use super::params::ModelParams;
 use crate::data::{Features, Graph};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::{GraphTensors, ModelConfig, NodeClassifier, NodeInput, Output};
 use crate::train::{HeadGradient, TrainConfig};
 
@@ -162,7 +162,7 @@ pub trait ClientOracle {
 
 /// What an attack inferred; scoring against the truth happens elsewhere
 /// ([`crate::scoring`]).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Inference {
     /// A distribution over the classes of the client's training labels.
@@ -170,7 +170,7 @@ pub enum Inference {
 }
 
 /// One inference about one client in one round.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttackReport {
     pub attack: String,
     pub round: usize,
@@ -179,7 +179,7 @@ pub struct AttackReport {
 }
 
 /// Everything a strategy hands back after the last round.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AttackOutput {
     pub reports: Vec<AttackReport>,
     /// Caveats about the inferences (e.g. an update that cannot be inverted exactly).
@@ -194,7 +194,7 @@ impl AttackOutput {
 }
 
 /// A caveat one attack adds to its inferences.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttackNote {
     pub attack: String,
     pub text: String,
@@ -249,6 +249,18 @@ pub trait ServerStrategy: Send {
     fn finish(&mut self) -> AttackOutput {
         AttackOutput::default()
     }
+
+    /// Everything the strategy has gathered so far, for a checkpoint between rounds
+    /// (encode it with [`super::checkpoint::encode`]). A strategy that cannot be
+    /// checkpointed says so, and a run that asks for checkpoints is refused before round 1.
+    fn save_state(&self) -> Result<Vec<u8>> {
+        Err(Error::Other(format!("server strategy `{}` cannot be checkpointed", self.name())))
+    }
+
+    /// Put back what [`save_state`](Self::save_state) saved; called after `setup`.
+    fn restore_state(&mut self, _state: &[u8]) -> Result<()> {
+        Err(Error::Other(format!("server strategy `{}` cannot be checkpointed", self.name())))
+    }
 }
 
 /// Σ nᵢ·θᵢ / Σ nᵢ over the updates with nᵢ > 0.
@@ -267,5 +279,14 @@ pub struct FedAvg;
 impl ServerStrategy for FedAvg {
     fn name(&self) -> &str {
         "fedavg"
+    }
+
+    /// FedAvg keeps nothing between rounds.
+    fn save_state(&self) -> Result<Vec<u8>> {
+        Ok(Vec::new())
+    }
+
+    fn restore_state(&mut self, _state: &[u8]) -> Result<()> {
+        Ok(())
     }
 }

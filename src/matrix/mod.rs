@@ -89,6 +89,11 @@ pub struct MatrixOptions {
     /// Runs at once (default: one per core); each gets cores / jobs threads.
     pub jobs: Option<usize>,
     pub quiet: bool,
+    /// Save each run's state every N rounds under <out>/checkpoints/ (and always when
+    /// stopped); an interrupted run goes on from its checkpoint when the matrix is rerun.
+    pub checkpoint_every: Option<usize>,
+    /// Set (by a signal) to stop every run at its next round boundary, saving checkpoints.
+    pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl MatrixOptions {
@@ -158,6 +163,9 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
         Some(jobs),
         |&(c, _)| cost(c),
         |&(c, seed), threads| {
+            if opts.stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst)) {
+                return Err(Error::Interrupted("stopped before this run started".into()));
+            }
             let cell = &m.cells[c];
             let line = multi.add(indicatif::ProgressBar::new_spinner());
             line.set_style(indicatif::ProgressStyle::with_template("  {msg}").expect("template"));
@@ -172,7 +180,14 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
             bar.inc(1);
             Ok(())
         },
-    )?;
+    )
+    .map_err(|e| match e {
+        Error::Interrupted(_) => Error::Interrupted(format!(
+            "the runs in progress stopped at a round boundary, their states saved under {}; run the same command again to go on",
+            out.join("checkpoints").display()
+        )),
+        e => e,
+    })?;
     bar.finish_and_clear();
     let wall_seconds = t.elapsed().as_secs_f64();
     let rows = stats::collect(m, &out)?;
@@ -195,12 +210,27 @@ fn run_one(m: &Matrix, c: usize, seed: u64, out: &Path, opts: &MatrixOptions, th
     let cell = &m.cells[c];
     let scenario = cell.scenario_for(seed);
     let stem = format!("{},seed={seed}", cell.id);
-    let ropts =
-        RunOptions { data_dir: opts.data_dir.clone(), threads: Some(threads), quiet: true, progress: Some(progress), ..Default::default() };
+    let checkpoint = store::checkpoint_path(out, &cell.id, seed);
+    let ropts = RunOptions {
+        data_dir: opts.data_dir.clone(),
+        threads: Some(threads),
+        quiet: true,
+        progress: Some(progress),
+        checkpoint: Some(checkpoint.clone()),
+        checkpoint_every: opts.checkpoint_every,
+        stop: opts.stop.clone(),
+        ..Default::default()
+    };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run::execute(&scenario, &stem, &ropts)));
     let dir = store::run_dir(out, &cell.id, seed);
     let error = match result {
-        Ok(Ok(files)) => return store::put(&dir, &files.iter()),
+        Ok(Ok(files)) => {
+            store::put(&dir, &files.iter())?;
+            let _ = std::fs::remove_file(&checkpoint);
+            return Ok(());
+        }
+        // Stopped: the run goes on from its checkpoint when the matrix is run again.
+        Ok(Err(e @ Error::Interrupted(_))) => return Err(e),
         Ok(Err(e)) => e.to_string(),
         Err(panic) => {
             let msg =
@@ -208,6 +238,8 @@ fn run_one(m: &Matrix, c: usize, seed: u64, out: &Path, opts: &MatrixOptions, th
             format!("the run panicked: {msg}")
         }
     };
+    // A failed run is retried from round 1 (its checkpoint may be what failed).
+    let _ = std::fs::remove_file(&checkpoint);
     store::put(&dir, &[("scenario.resolved.yaml", &scenario.to_yaml()), ("error.txt", &format!("{error}\n"))])
 }
 

@@ -15,6 +15,12 @@ pub fn run_dir(out: &Path, id: &str, seed: u64) -> PathBuf {
     out.join("cells").join(id).join(format!("seed={seed}"))
 }
 
+/// The checkpoint of an unfinished run (kept apart from `cells/`, which holds only
+/// finished or failed runs).
+pub fn checkpoint_path(out: &Path, id: &str, seed: u64) -> PathBuf {
+    out.join("checkpoints").join(id).join(format!("seed={seed}.cbor"))
+}
+
 /// Write `files` as run directory `dir` whole, replacing whatever `dir` held (a failed
 /// attempt's record).
 pub fn put(dir: &Path, files: &[(&str, &str)]) -> Result<()> {

@@ -39,6 +39,9 @@ pub struct GraphTensors {
     mean_w: Tensor<2>,
     sym_w: Tensor<2>,
     gcn_w: Tensor<2>,
+    /// The weights given to [`with_edge_weights`](Self::with_edge_weights), if any (a
+    /// checkpoint keeps a learned adjacency by them).
+    edge_weights: Option<Tensor<2>>,
 }
 
 impl GraphTensors {
@@ -93,6 +96,7 @@ impl GraphTensors {
             mean_w: column(&mean_w, &options),
             sym_w: column(&sym_w, &options),
             gcn_w: column(&gcn_w, &options),
+            edge_weights: None,
         })
     }
 
@@ -117,11 +121,26 @@ impl GraphTensors {
         // would make the masked gradient NaN. Weights are ≥ 0, so d < 1e-6 only there.
         let inv_sqrt = |d: Tensor<2>| d.clone().greater_elem(0.0).float() * d.clamp_min(MIN_DEGREE).powf_scalar(-0.5);
         let (d_src, d_dst) = (self.edges.gather_src(deg.clone()), self.edges.gather_dst(deg.clone()));
+        let edge_weights = Some(w.clone());
         let mean_w = w.clone() / d_dst.clone().clamp_min(MIN_DEGREE);
         let sym_w = w.clone() * inv_sqrt(d_src.clone()) * inv_sqrt(d_dst.clone());
         let gcn_edges = w * d_src.add_scalar(1.0).powf_scalar(-0.5) * d_dst.add_scalar(1.0).powf_scalar(-0.5);
         let gcn_w = Tensor::cat(vec![gcn_edges, deg.add_scalar(1.0).recip()], 0);
-        GraphTensors { num_nodes: self.num_nodes, edges: self.edges.clone(), looped: self.looped.clone(), mean_w, sym_w, gcn_w }
+        GraphTensors {
+            num_nodes: self.num_nodes,
+            edges: self.edges.clone(),
+            looped: self.looped.clone(),
+            mean_w,
+            sym_w,
+            gcn_w,
+            edge_weights,
+        }
+    }
+
+    /// The edge weights these tensors were built with (`None`: unweighted), on the host.
+    pub fn edge_weights(&self) -> Option<Vec<f32>> {
+        let w = self.edge_weights.as_ref()?;
+        Some(w.clone().into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert"))
     }
 
     /// Override the gather/scatter ops chosen for the device (see [`Strategy`]).

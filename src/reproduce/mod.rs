@@ -55,7 +55,14 @@ pub(crate) fn run_cells(
     if dir.exists() && !opts.resume {
         std::fs::remove_dir_all(dir).map_err(|e| Error::output(dir, format!("cannot replace: {e}")))?;
     }
-    let mopts = MatrixOptions { data_dir: opts.data_dir.clone(), out: None, jobs: opts.threads, quiet: opts.quiet };
+    let mopts = MatrixOptions {
+        data_dir: opts.data_dir.clone(),
+        out: None,
+        jobs: opts.threads,
+        quiet: opts.quiet,
+        checkpoint_every: opts.checkpoint_every,
+        stop: opts.stop.clone(),
+    };
     let o = crate::matrix::execute(&m, dir, &mopts, cost)?;
     let mut rows = o.rows.into_iter();
     (0..m.cells.len())

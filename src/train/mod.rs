@@ -528,6 +528,24 @@ pub trait LocalTrainer: Send + Sync {
     }
 }
 
+impl<T: LocalTrainer + ?Sized> LocalTrainer for std::sync::Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn wraps(&self) -> bool {
+        (**self).wraps()
+    }
+    fn prepare(&self, data: &LocalData, rng: &mut Rng) -> Result<()> {
+        (**self).prepare(data, rng)
+    }
+    fn train(&self, model: NodeClassifier, call: &mut TrainCall<'_>, next: &dyn NextTrainer) -> Result<(NodeClassifier, LocalStats)> {
+        (**self).train(model, call, next)
+    }
+    fn privacy_spent(&self, rounds: usize) -> Option<PrivacyCost> {
+        (**self).privacy_spent(rounds)
+    }
+}
+
 /// A chain of trainers, outermost first, run as one: each gets the rest as its `next`.
 pub struct TrainerChain<'a>(pub &'a [&'a dyn LocalTrainer]);
 

@@ -1,0 +1,138 @@
+//! A federation's state at a round boundary, so that a long run can stop (a signal, a
+//! cluster's time limit, a crash) and go on later to the numbers it would have given
+//! uninterrupted.
+//!
+//! Everything a federation computes before round 1 (the clients' data transforms, their
+//! trainers' preparation, the initial model) is a deterministic function of the scenario,
+//! so a resumed run builds it again. What the rounds change is kept here: the global
+//! model, the metrics so far, per client the labels its round transforms rewrote, the
+//! graph its trainer learned, its optimizer (when kept between rounds) and its defenses'
+//! own state, and the server strategy's state. Every random draw of a round comes from a
+//! stream derived from (seed, purpose, client, round), so no RNG state needs keeping.
+
+use std::sync::atomic::AtomicBool;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::{ModelParams, RoundMetrics};
+use crate::data::Role;
+use crate::error::{Error, Result};
+
+/// The state of a federation after `round` rounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FedState {
+    /// Rounds finished.
+    pub round: usize,
+    pub global: ModelParams,
+    pub metrics: Vec<RoundMetrics>,
+    pub round_seconds: Vec<f64>,
+    /// Per client: the rounds it trained in.
+    pub trained: Vec<usize>,
+    /// The model's parameter ids (Burn keys an optimizer's state by them), in visiting order.
+    pub param_ids: Vec<u64>,
+    pub clients: Vec<ClientCheckpoint>,
+    /// The server strategy's own state ([`super::ServerStrategy::save_state`]).
+    pub server: Vec<u8>,
+}
+
+/// What the rounds changed in one client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientCheckpoint {
+    /// Labels, roles and label transition as its round transforms left them (`None`: the
+    /// client has no round transform).
+    pub labels: Option<LabelState>,
+    /// The edge weights of the graph its trainer learned (`None`: the graph it started with).
+    pub graph_weights: Option<Vec<f32>>,
+    /// Its optimizer's state (Burn's burnpack bytes) when kept between rounds.
+    pub optimizer: Option<Vec<u8>>,
+    /// Per defense, in the pipeline's order: the state it keeps between rounds.
+    pub defenses: Vec<Option<Vec<u8>>>,
+}
+
+/// The parts of a client's data a round transform may change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelState {
+    pub labels: Vec<Option<u32>>,
+    pub roles: Vec<Role>,
+    pub label_transition: Option<Vec<f64>>,
+}
+
+/// Where a federation's states go (a file, in `run`).
+pub type SaveState<'a> = dyn FnMut(&FedState) -> Result<()> + Send + 'a;
+
+/// How a federation saves its state and where it starts from.
+#[derive(Default)]
+pub struct Checkpointing<'a> {
+    /// Save after every `every` rounds (`None`: only when stopped).
+    pub every: Option<usize>,
+    /// Start after the rounds this state has finished.
+    pub resume: Option<FedState>,
+    /// Where states go (`None`: nowhere, a stop loses the rounds done).
+    pub save: Option<&'a mut SaveState<'a>>,
+    /// Set (by a signal handler, or a test) to stop at the next round boundary, after
+    /// saving: the run then ends with [`Error::Interrupted`].
+    pub stop: Option<&'a AtomicBool>,
+}
+
+/// State that a defense's instance keeps between rounds, saved in a checkpoint and put
+/// back into a fresh instance (built and prepared as the first time) on resume. State
+/// made before round 1 from the data and the client's RNG streams needs none: a resumed
+/// run makes it again.
+pub trait Persistent: Send + Sync {
+    fn save(&self) -> Result<Vec<u8>>;
+    fn restore(&self, state: &[u8]) -> Result<()>;
+}
+
+impl<T: Persistent + ?Sized> Persistent for std::sync::Arc<T> {
+    fn save(&self) -> Result<Vec<u8>> {
+        (**self).save()
+    }
+    fn restore(&self, state: &[u8]) -> Result<()> {
+        (**self).restore(state)
+    }
+}
+
+/// `value` as checkpoint bytes (CBOR).
+pub fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    ciborium::into_writer(value, &mut out).map_err(|e| Error::Other(format!("checkpoint: cannot encode: {e}")))?;
+    Ok(out)
+}
+
+/// Checkpoint bytes back as a `T`; `what` names them in the error.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8], what: &str) -> Result<T> {
+    ciborium::from_reader(bytes).map_err(|e| {
+        Error::Other(format!("checkpoint: {what} cannot be read back ({e}); the checkpoint is damaged or from another version"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn states_round_trip_exactly() {
+        let state = FedState {
+            round: 3,
+            global: ModelParams {
+                tensors: vec![super::super::ParamTensor { name: "head.weight".into(), shape: vec![2], values: vec![0.1, -3.4e-39] }],
+            },
+            metrics: vec![],
+            round_seconds: vec![0.25],
+            trained: vec![3, 2],
+            param_ids: vec![u64::MAX, 7],
+            clients: vec![ClientCheckpoint {
+                labels: Some(LabelState { labels: vec![Some(2), None], roles: vec![Role::Train, Role::Unused], label_transition: None }),
+                graph_weights: Some(vec![0.5, f32::MIN_POSITIVE]),
+                optimizer: None,
+                defenses: vec![None, Some(vec![1, 2, 3])],
+            }],
+            server: vec![9],
+        };
+        let bytes = encode(&state).unwrap();
+        assert_eq!(decode::<FedState>(&bytes, "state").unwrap(), state);
+        let e = decode::<FedState>(&bytes[..bytes.len() / 2], "the federation").unwrap_err().to_string();
+        assert!(e.contains("the federation cannot be read back"), "{e}");
+    }
+}
