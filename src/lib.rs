@@ -13,6 +13,7 @@ pub mod cli;
 pub mod data;
 pub mod defenses;
 pub mod error;
+pub mod estimate;
 pub mod fed;
 pub mod matrix;
 pub mod metrics;

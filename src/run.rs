@@ -14,6 +14,7 @@ use std::io::IsTerminal;
 use crate::backend;
 use crate::data::{Dataset, DatasetStats, Role, Split, registry};
 use crate::error::{Error, Result};
+use crate::estimate::{self, DataSize};
 use crate::fed::checkpoint::{self, Checkpointing, FedState};
 use crate::fed::{ClientPipeline, FedResult, Federation, FederationSetup, Progress};
 use crate::metrics::{self, ClientMetrics, Metrics, StageTimings};
@@ -41,9 +42,27 @@ fn ms(t: Instant) -> f64 {
 
 /// Load, preprocess, partition and split as the scenario says.
 pub fn prepare(scenario: &Scenario, data_dir: Option<&Path>) -> Result<Prepared> {
+    prepare_within(scenario, data_dir, None, 1)
+}
+
+/// [`prepare`], refusing first a scenario whose estimated peak memory with `threads`
+/// worker threads exceeds `max_memory` bytes: a synthetic graph before it is generated,
+/// a dataset once loaded (before anything else).
+pub fn prepare_within(scenario: &Scenario, data_dir: Option<&Path>, max_memory: Option<f64>, threads: usize) -> Result<Prepared> {
+    let check = |size: &DataSize| match max_memory {
+        Some(limit) => check_memory(scenario, size, threads, limit),
+        None => Ok(()),
+    };
+    let synthetic = scenario.dataset.name == "synthetic";
+    if synthetic {
+        check(&DataSize::of_synthetic(&scenario.synthetic()))?;
+    }
     let seed = scenario.seed;
     let t = Instant::now();
     let mut dataset = registry::load(&scenario.dataset.name, data_dir, &scenario.synthetic(), seed)?;
+    if !synthetic {
+        check(&DataSize::of_dataset(&dataset))?;
+    }
     let pre = &scenario.dataset.preprocess;
     if pre.lcc {
         dataset = dataset.largest_component();
@@ -70,6 +89,24 @@ pub fn prepare(scenario: &Scenario, data_dir: Option<&Path>) -> Result<Prepared>
     let split_ms = ms(t);
 
     Ok(Prepared { dataset, partition, clients, split, reports, dropped_edges, timings: StageTimings { load_ms, partition_ms, split_ms } })
+}
+
+/// Refuse `scenario` if its memory estimate on a graph of `size` exceeds `limit` bytes.
+pub fn check_memory(scenario: &Scenario, size: &DataSize, threads: usize, limit: f64) -> Result<()> {
+    let m = estimate::memory(scenario, size, threads);
+    if m.bytes() <= limit {
+        return Ok(());
+    }
+    Err(Error::param(
+        "--max-memory",
+        format!(
+            "the scenario needs about {} at its peak (estimate), more than the limit of {}: {}; lower those fields, or raise --max-memory \
+             (`--dry-run` shows every part of the estimate)",
+            estimate::human(m.bytes()),
+            estimate::human(limit),
+            m.drivers()
+        ),
+    ))
 }
 
 fn make_split(scenario: &Scenario, dataset: &Dataset, clients: &[Client]) -> Result<Split> {
@@ -124,6 +161,9 @@ pub struct RunOptions {
     pub checkpoint_every: Option<usize>,
     /// Set (by a signal) to stop at the next round boundary, saving a checkpoint first.
     pub stop: Option<Arc<AtomicBool>>,
+    /// Refuse, before any work, a scenario whose estimated peak memory exceeds this many
+    /// bytes ([`estimate::memory`]); `None`: no check.
+    pub max_memory: Option<f64>,
 }
 
 pub use crate::results::CHECKPOINT_FILE;
@@ -320,7 +360,8 @@ impl RunFiles {
 /// directory, writing nothing.
 pub fn execute(scenario: &Scenario, stem: &str, opts: &RunOptions) -> Result<RunFiles> {
     let t = Instant::now();
-    let prepared = prepare(scenario, opts.data_dir.as_deref())?;
+    let threads = opts.threads.unwrap_or_else(backend::available_cores);
+    let prepared = prepare_within(scenario, opts.data_dir.as_deref(), opts.max_memory, threads)?;
     if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
         return Err(Error::Interrupted("stopped before round 1: nothing to save".into()));
     }

@@ -581,3 +581,63 @@ fn sizes_beyond_any_machine_are_refused_naming_the_field() {
     }
     assert!(!out.exists());
 }
+
+/// Issue 27: the memory estimate. `run --dry-run` prints it by part and writes nothing; a
+/// scenario far beyond the machine (50 M synthetic nodes) is refused at once, naming the
+/// fields that drive it; `--max-memory` below the estimate refuses the quickstart, and a
+/// matrix whose runs at once would exceed it is refused before any run, with `--jobs`
+/// named.
+#[test]
+fn memory_estimates_refuse_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--dry-run", "--max-memory", "1G", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for part in ["process", "graph", "features", "nodes", "training", "model", "within --max-memory 1 GiB"] {
+        assert!(text.contains(part), "`{part}` not in: {text}");
+    }
+    assert!(!out.exists(), "a dry run writes nothing");
+
+    let start = std::time::Instant::now();
+    let o = fgl(&[
+        "run",
+        "scenarios/quickstart.yaml",
+        "--set",
+        "dataset.synthetic.nodes=50000000",
+        "--max-memory",
+        "16G",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_clean_failure(&o, &["--max-memory", "GiB", "dataset.synthetic.nodes × avg_degree", "dataset.synthetic.nodes × feature_dim"]);
+    assert!(start.elapsed().as_secs() < 10, "refused before any work");
+    assert!(!out.exists());
+
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--max-memory", "20M", "--out", out.to_str().unwrap()]);
+    assert_clean_failure(&o, &["--max-memory", "20 MiB"]);
+    let o = fgl(&["run", "scenarios/quickstart.yaml", "--max-memory", "lots"]);
+    assert!(!o.status.success() && stderr(&o).contains("not a memory size"), "{}", stderr(&o));
+
+    let m = tmp.path().join("matrix");
+    let o = fgl(&["matrix", "scenarios/matrix/quick.yaml", "--jobs", "2", "--max-memory", "60M", "--quiet", "--out", m.to_str().unwrap()]);
+    assert_clean_failure(&o, &["2 run(s) at once", "lower --jobs"]);
+    assert!(!m.join("cells").exists(), "no run started");
+}
+
+/// Issue 27: an allocation that fails anyway (an address-space limit below what the
+/// estimate was told to allow) ends with one clear line, not Rust's abort and backtrace.
+#[test]
+fn an_allocation_failure_is_one_clear_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cmd = format!(
+        "ulimit -v 3000000; exec '{}' run scenarios/quickstart.yaml --set dataset.synthetic.nodes=50000000 --max-memory 1T --quiet --out '{}'",
+        env!("CARGO_BIN_EXE_fgl-sim"),
+        tmp.path().join("run").display()
+    );
+    let o = std::process::Command::new("bash").args(["-c", &cmd]).env_remove("FGL_DATA_DIR").output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("error: out of memory: an allocation of ") && err.contains("--dry-run"), "{err}");
+}

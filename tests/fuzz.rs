@@ -88,7 +88,10 @@ fn fuzz(target: &str, seed: &[u8], mut f: impl FnMut(&[u8]) -> Result<(), String
             }
             Ok(Ok(())) => ok += 1,
         }
-        assert!(took < SLOWEST, "{target}, iteration {i}: took {took:?}");
+        if took >= SLOWEST {
+            let saved = save(target, i, &input);
+            panic!("{target}, iteration {i}: took {took:?} (input saved to {})", saved.display());
+        }
     }
     eprintln!("{target}: {} inputs, {ok} accepted, {errors} refused cleanly", iterations());
 }
@@ -271,4 +274,124 @@ fn musae_csv() {
         );
         std::fs::write(&path, &original).unwrap();
     }
+}
+
+/// GraphData's npz holds pickled numpy object arrays (a scipy CSR adjacency, the labels):
+/// one member is mutated and the archive stored again, so that the pickle reader and the
+/// loader see the damage (a mutated zip mostly fails its CRC).
+#[test]
+fn graphdata_npz() {
+    let Some(data) = common::data_dir() else { return };
+    let src = data.join("graphdata_npz/cora_ml.npz");
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(&src).unwrap()).unwrap();
+    let members: Vec<(String, Vec<u8>)> = (0..archive.len())
+        .map(|i| {
+            let mut f = archive.by_index(i).unwrap();
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut v).unwrap();
+            (f.name().to_string(), v)
+        })
+        .collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("cora_ml.npz");
+    for (k, (member, content)) in members.iter().enumerate() {
+        if content.len() > 200_000 {
+            continue; // the features: the same reader as the adjacency
+        }
+        fuzz(
+            &format!("graphdata member {member}"),
+            content,
+            |b| {
+                let mut z = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+                let opt = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+                for (j, (name, data)) in members.iter().enumerate() {
+                    z.start_file(name.as_str(), opt).unwrap();
+                    std::io::Write::write_all(&mut z, if j == k { b } else { data }).unwrap();
+                }
+                z.finish().unwrap();
+                fgl_sim::data::loaders::load_graphdata(&path, "cora_ml").map(|_| ()).map_err(|e| e.to_string())
+            },
+            |e| e.contains("cora_ml.npz"),
+        );
+    }
+}
+
+#[test]
+fn node_csv() {
+    let Some(data) = common::data_dir() else { return };
+    let tmp = copy(&data, &["rgnn_semisynthetic/derived/student_nodes.csv", "rgnn_semisynthetic/derived/student_edges.csv"]);
+    let dir = tmp.path().join("rgnn_semisynthetic/derived");
+    for file in ["student_nodes.csv", "student_edges.csv"] {
+        let path = dir.join(file);
+        let original = std::fs::read(&path).unwrap();
+        fuzz(
+            &format!("node csv {file}"),
+            &original,
+            |b| {
+                std::fs::write(&path, b).unwrap();
+                fgl_sim::data::loaders::load_node_csv(&dir, "student", "student").map(|_| ()).map_err(|e| e.to_string())
+            },
+            |e| e.contains("student_"),
+        );
+        std::fs::write(&path, &original).unwrap();
+    }
+}
+
+/// The MUSAE features json, on Facebook's first 300 pages (their rows of the target CSV,
+/// the edges among them and their entries of `facebook.json`): the whole graph would take
+/// too long per input.
+#[test]
+fn musae_json() {
+    let Some(data) = common::data_dir() else { return };
+    let src = data.join("facebook_page_page");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("facebook_page_page");
+    std::fs::create_dir(&dir).unwrap();
+    const N: u64 = 300;
+    let first = |l: &str| l.split(',').next().and_then(|v| v.parse::<u64>().ok());
+    let target = std::fs::read_to_string(src.join("facebook_target.csv")).unwrap();
+    let rows: Vec<&str> = target.lines().enumerate().filter(|(i, l)| *i == 0 || first(l).is_some_and(|v| v < N)).map(|(_, l)| l).collect();
+    std::fs::write(dir.join("facebook_target.csv"), rows.join("\n") + "\n").unwrap();
+    let edges = std::fs::read_to_string(src.join("facebook_edges.csv")).unwrap();
+    let kept: Vec<&str> = edges
+        .lines()
+        .enumerate()
+        .filter(|(i, l)| *i == 0 || l.split(',').all(|v| v.trim().parse::<u64>().is_ok_and(|v| v < N)))
+        .map(|(_, l)| l)
+        .collect();
+    std::fs::write(dir.join("facebook_edges.csv"), kept.join("\n") + "\n").unwrap();
+    let all: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(src.join("facebook.json")).unwrap()).unwrap();
+    let some: serde_json::Map<String, serde_json::Value> = all.into_iter().filter(|(k, _)| k.parse::<u64>().is_ok_and(|v| v < N)).collect();
+    let seed = serde_json::to_vec(&some).unwrap();
+    let path = dir.join("facebook.json");
+    std::fs::write(&path, &seed).unwrap();
+    fgl_sim::data::loaders::load_musae(&dir, "facebook", "facebook").expect("the subset loads");
+    fuzz(
+        "musae facebook.json",
+        &seed,
+        |b| {
+            std::fs::write(&path, b).unwrap();
+            fgl_sim::data::loaders::load_musae(&dir, "facebook", "facebook").map(|_| ()).map_err(|e| e.to_string())
+        },
+        |e| e.contains("facebook"),
+    );
+}
+
+/// The 7z reader (PubMed's features are published in a 7z archive), on an LZMA archive
+/// with an LZMA-encoded header, as 7-Zip writes it, of a real text file: LastFM's
+/// target CSV (its first 8 kB).
+#[test]
+fn seven_zip_archives() {
+    let Some(data) = common::data_dir() else { return };
+    let text = std::fs::read(data.join("lastfm_asia/lastfm_asia_target.csv")).unwrap();
+    let seed = common::seven_zip(&[("lastfm_asia_target.csv", &text[..8192])], true, true);
+    let source = Path::new("pubmed.7z");
+    assert_eq!(fgl_sim::data::sevenz::extract(&seed, source).unwrap()[0].1, &text[..8192]);
+    fuzz(
+        "7z archive",
+        &seed,
+        |b| fgl_sim::data::sevenz::extract(b, source).map(|_| ()).map_err(|e| e.to_string()),
+        |e| e.contains("pubmed.7z"),
+    );
 }

@@ -460,3 +460,63 @@ fn another_matrix_directory_is_refused() {
     assert!(err.contains("this matrix does not have") && err.contains("attack=lda") && err.contains("another --out"), "{err}");
     assert_eq!(std::fs::read_to_string(out.join("cells.csv")).unwrap(), before, "nothing written");
 }
+
+/// A one-node Slurm cluster on this machine (`.ci/slurm-up` starts one); `false` (a skip)
+/// outside CI when there is none.
+fn slurm() -> bool {
+    let up = Command::new("sinfo").args(["-h", "-o", "%T"]).output().is_ok_and(|o| {
+        o.status.success() && String::from_utf8_lossy(&o.stdout).lines().any(|l| ["idle", "mixed", "allocated"].contains(&l.trim()))
+    });
+    if !up {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but no Slurm node is up: .ci/run starts one with .ci/slurm-up");
+        eprintln!("skipping the Slurm check: no Slurm node up (as root: apt install slurm-wlm munge; .ci/slurm-up)");
+    }
+    up
+}
+
+/// Issue 27: the emitted SLURM array on a real Slurm (slurmctld + slurmd + munge on this
+/// machine): `sbatch --wait`, then `--collect` gives the direct run's `cells.csv`. The
+/// output directory's path holds a space and a single quote; the 8 array indices run the
+/// 8 lines, each writing the run its line names.
+#[test]
+fn the_emitted_slurm_array_runs_on_slurm_and_collects_to_the_direct_report() {
+    if !slurm() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(
+        tmp.path(),
+        "m.yaml",
+        &format!("{BASE}attacks: [ec-lda, [lda, uniform]]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [2]}}}}]\nseeds: 2\n"),
+    );
+    let (direct, emitted) = (tmp.path().join("direct"), tmp.path().join("on slurm 'q'"));
+    assert!(matrix_cmd(&f, &direct, &[]).status.success());
+    let o = matrix_cmd(&f, &emitted, &["--emit-jobs"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let jobs = emitted.join("jobs");
+    // One CPU a task (the script asks for 2) so that CI's 2-core node runs two at once.
+    let o = Command::new("sbatch")
+        .args(["--wait", "--cpus-per-task=1"])
+        .arg(jobs.join("slurm.sh"))
+        .env("FGL_SIM", BIN)
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "sbatch: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let logs: Vec<_> = std::fs::read_dir(jobs.join("logs")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(logs.len(), 8, "one log per array task: {logs:?}");
+    let o = matrix_cmd(&f, &emitted, &["--collect"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("8 finished, 0 failed, 0 missing"), "{}", String::from_utf8_lossy(&o.stdout));
+    assert_eq!(csv_without_timings(&direct), csv_without_timings(&emitted));
+    // Index i ran line i + 1: the run it wrote is the one that line names.
+    let commands: Vec<String> = std::fs::read_to_string(jobs.join("commands.txt")).unwrap().lines().map(str::to_string).collect();
+    for (i, line) in commands.iter().enumerate() {
+        let metrics = std::fs::read_to_string(
+            emitted.join("cells").join(line.split("/cells/").nth(1).unwrap().split("/metrics.json").next().unwrap()).join("metrics.json"),
+        )
+        .unwrap();
+        let name = line.split("/jobs/scenarios/").nth(1).unwrap().split(".yaml").next().unwrap();
+        assert!(metrics.contains(&format!("\"scenario\": \"{name}\"")), "task {i}: {name}");
+    }
+}

@@ -96,6 +96,14 @@ enum Command {
         /// have given uninterrupted.
         #[arg(long, value_name = "DIR", conflicts_with_all = ["file", "set", "seed", "backend", "out", "force"])]
         resume: Option<PathBuf>,
+        /// Refuse, before any work, a scenario whose estimated peak memory exceeds SIZE
+        /// (e.g. 8G, 512M; default: 90 % of the memory available now).
+        #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+        max_memory: Option<f64>,
+        /// Print the estimated peak memory (by part, with the fields that drive it) and time;
+        /// run nothing.
+        #[arg(long, conflicts_with = "resume")]
+        dry_run: bool,
         /// No progress or summary on the terminal.
         #[arg(long)]
         quiet: bool,
@@ -128,6 +136,10 @@ enum Command {
         /// always save the runs in progress); a rerun goes on from them.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         checkpoint_every: Option<u64>,
+        /// Refuse, before any run, a matrix whose runs at once would exceed SIZE by the
+        /// estimate (e.g. 8G; default: 90 % of the memory available now).
+        #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+        max_memory: Option<f64>,
         /// No progress bars.
         #[arg(long)]
         quiet: bool,
@@ -375,6 +387,7 @@ impl ReproduceArgs {
             progress: None,
             resume: self.resume,
             stop: Some(stop_on_signals()),
+            max_memory: crate::estimate::default_max_memory(),
             ..Default::default()
         }
     }
@@ -531,6 +544,43 @@ pub fn stop_on_signals() -> Arc<AtomicBool> {
     .clone()
 }
 
+fn parse_memory(text: &str) -> std::result::Result<f64, String> {
+    crate::estimate::parse_size(text)
+        .ok_or_else(|| format!("`{text}` is not a memory size > 0: bytes, or a number with K, M, G or T (e.g. 8G, 512M)"))
+}
+
+/// `run --dry-run`: the estimated peak memory by part and the time, against the limit.
+fn estimate_cmd(scenario: &Scenario, file: &Path, opts: &RunOptions) -> Result<()> {
+    let size = match scenario.dataset.name.as_str() {
+        "synthetic" => crate::estimate::DataSize::of_synthetic(&scenario.synthetic()),
+        name => {
+            crate::estimate::DataSize::of_dataset(&registry::load(name, opts.data_dir.as_deref(), &scenario.synthetic(), scenario.seed)?)
+        }
+    };
+    let threads = opts.threads.unwrap_or_else(crate::backend::available_cores);
+    let m = crate::estimate::memory(scenario, &size, threads);
+    println!("{}: about {} at the peak (estimate; {threads} thread(s)):", file.display(), crate::estimate::human(m.bytes()));
+    for line in m.lines() {
+        println!("  {line}");
+    }
+    let seconds = crate::estimate::seconds(scenario, &size);
+    println!("time: about {seconds:.1} s on one core (rough: within a factor of ~3)");
+    match opts.max_memory {
+        Some(limit) if m.bytes() > limit => {
+            println!("refused: more than --max-memory {}", crate::estimate::human(limit));
+            Err(Error::param(
+                "--max-memory",
+                format!("the estimate {} exceeds the limit {}", crate::estimate::human(m.bytes()), crate::estimate::human(limit)),
+            ))
+        }
+        Some(limit) => {
+            println!("within --max-memory {}", crate::estimate::human(limit));
+            Ok(())
+        }
+        None => Ok(()),
+    }
+}
+
 /// An interrupted run's error, with the command that goes on with it.
 fn with_resume_hint(e: Error, dir: &Path) -> Error {
     match e {
@@ -547,7 +597,7 @@ fn data_dir(arg: &DataDirArg) -> Option<PathBuf> {
 
 fn dispatch(command: Command) -> Result<()> {
     match command {
-        Command::Run { file, data, out, mut set, seed, backend, threads, force, checkpoint_every, resume, quiet } => {
+        Command::Run { file, data, out, mut set, seed, backend, threads, force, checkpoint_every, resume, max_memory, dry_run, quiet } => {
             if let Some(s) = seed {
                 set.push(format!("seed={s}"));
             }
@@ -561,9 +611,15 @@ fn dispatch(command: Command) -> Result<()> {
                 quiet,
                 threads,
                 checkpoint_every: checkpoint_every.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-                stop: Some(stop_on_signals()),
+                max_memory: max_memory.or_else(crate::estimate::default_max_memory),
                 ..Default::default()
             };
+            if dry_run {
+                let file = file.as_deref().expect("clap requires a scenario file without --resume");
+                let scenario = Scenario::load(file, &set)?;
+                return estimate_cmd(&scenario, file, &opts);
+            }
+            let opts = RunOptions { stop: Some(stop_on_signals()), ..opts };
             let dir = match (&resume, &file) {
                 (Some(dir), _) => run::resume(dir, &opts).map_err(|e| with_resume_hint(e, dir))?,
                 (None, Some(file)) => {
@@ -591,7 +647,7 @@ fn dispatch(command: Command) -> Result<()> {
             }
             Ok(())
         }
-        Command::Matrix { file, data, out, jobs, dry_run, emit_jobs, collect, checkpoint_every, quiet } => {
+        Command::Matrix { file, data, out, jobs, dry_run, emit_jobs, collect, checkpoint_every, max_memory, quiet } => {
             if jobs == Some(0) {
                 return Err(Error::param("--jobs", "at least 1 run at a time"));
             }
@@ -603,6 +659,7 @@ fn dispatch(command: Command) -> Result<()> {
                 quiet,
                 checkpoint_every: checkpoint_every.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                 stop: Some(stop_on_signals()),
+                max_memory: max_memory.or_else(crate::estimate::default_max_memory),
             };
             matrix::matrix_cmd(&m, &opts, dry_run, emit_jobs, collect)
         }

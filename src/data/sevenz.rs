@@ -326,14 +326,17 @@ fn decode(id: &[u8], props: &[u8], packed: &[u8], size: usize) -> std::result::R
         other => return Err(format!("coder {other:02x?} is not supported (LZMA, LZMA2 and Copy are)")),
     };
     let mut stream = liblzma::stream::Stream::new_raw_decoder(&filters).map_err(|e| format!("decoder: {e}"))?;
-    let mut out = Vec::with_capacity(size);
+    // The declared size is the archive's claim: memory grows with what the stream really
+    // decodes, 16 MiB at a time (a damaged header claiming terabytes aborted here).
+    const CHUNK: usize = 16 << 20;
+    let mut out = Vec::with_capacity(size.min(CHUNK));
     // 7z's LZMA streams carry no end marker: decode until the folder's size is out.
     while out.len() < size {
         let before = (stream.total_in(), out.len());
         let input = &packed[stream.total_in() as usize..];
         stream.process_vec(input, &mut out, liblzma::stream::Action::Run).map_err(|e| format!("corrupt LZMA data: {e}"))?;
         if out.len() == out.capacity() && out.len() < size {
-            out.reserve(size - out.len());
+            out.reserve((size - out.len()).min(CHUNK));
         }
         if (stream.total_in(), out.len()) == before {
             return Err(format!("the LZMA stream ends after {} of {size} bytes", out.len()));

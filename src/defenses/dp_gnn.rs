@@ -193,9 +193,17 @@ impl DpGnnConfig {
 }
 
 impl super::DefenseConfig for DpGnnConfig {
-    fn cost(&self, _run: &super::RunSize) -> super::CostHint {
-        // Per-node gradients of every batch: ~47× a plain epoch (measured on Cora).
-        super::CostHint { factor: 47.0, seconds_per_epoch: 0.0 }
+    fn cost(&self, run: &super::RunSize) -> super::CostHint {
+        // Per-node gradients of every batch: ~47× a plain epoch (measured on Cora). Memory,
+        // per client training at once: the per-node machinery (≈ 15 MiB measured on the
+        // quickstart and Cora at the preset, 12–24 MiB), and a batch's B block-diagonal
+        // computation graphs of up to K nodes each (neither more than the client has),
+        // with their features and every layer's output.
+        let client = run.nodes / run.clients;
+        let k = accountant::max_terms_per_node(self.max_degree, run.layers).map_or(f64::MAX, |k| k as f64);
+        let rows = (self.batch_size as f64).min(client) * k.min(client);
+        let extra_bytes = run.concurrent * (15.0 * 1024.0 * 1024.0 + rows * (run.row_bytes + run.widths * 4.0));
+        super::CostHint { factor: 47.0, extra_bytes, ..Default::default() }
     }
 
     fn build(&self, name: &str, client: &ClientContext) -> Result<Defense> {

@@ -65,7 +65,7 @@ pub struct LpgnnConfig {
 impl super::DefenseConfig for LpgnnConfig {
     fn cost(&self, _run: &super::RunSize) -> super::CostHint {
         // KProp and the Drop loss (measured on Cora).
-        super::CostHint { factor: 1.5, seconds_per_epoch: 0.0 }
+        super::CostHint { factor: 1.5, ..Default::default() }
     }
 
     fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {

@@ -17,8 +17,8 @@ pub trait DefenseConfig {
     /// parameters checked: an error names the field at fault.
     fn build(&self, name: &str, client: &ClientContext) -> Result<Defense>;
 
-    /// What the defense adds to a run's time, for `matrix --dry-run`'s estimate; none
-    /// unless the defense says otherwise.
+    /// What the defense adds to a run's time and memory, for the estimates of `--dry-run`
+    /// and `--max-memory`; none unless the defense says otherwise.
     fn cost(&self, _run: &RunSize) -> CostHint {
         CostHint::default()
     }
@@ -31,19 +31,33 @@ pub struct RunSize {
     pub edges: f64,
     /// 1 when centralized.
     pub clients: f64,
+    pub feature_dim: f64,
+    /// Bytes of one node's stored features (d·4 dense, 8 per stored value sparse).
+    pub row_bytes: f64,
+    /// Message-passing layers, and Σ of their output widths (all heads).
+    pub layers: usize,
+    pub widths: f64,
+    /// Clients training at once.
+    pub concurrent: f64,
 }
 
-/// A defense's time relative to plain training: the epochs take `factor` times as long,
-/// plus `seconds_per_epoch` of work of its own.
+/// A defense's time relative to plain training (the epochs take `factor` times as long,
+/// plus `seconds_per_epoch` of work of its own) and what it adds to the run's memory.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CostHint {
     pub factor: f64,
     pub seconds_per_epoch: f64,
+    /// The clients' features become dense (a feature mechanism's output).
+    pub dense_features: bool,
+    /// Graph entries (arcs) it adds, e.g. the fake edges of edge RR.
+    pub extra_arcs: f64,
+    /// Bytes of its own at the peak.
+    pub extra_bytes: f64,
 }
 
 impl Default for CostHint {
     fn default() -> Self {
-        CostHint { factor: 1.0, seconds_per_epoch: 0.0 }
+        CostHint { factor: 1.0, seconds_per_epoch: 0.0, dense_features: false, extra_arcs: 0.0, extra_bytes: 0.0 }
     }
 }
 

@@ -101,7 +101,7 @@ pub struct RgnnConfig {
 impl super::DefenseConfig for RgnnConfig {
     fn cost(&self, _run: &super::RunSize) -> super::CostHint {
         // Reconstruction and the LLP loss over METIS bags (measured on Cora).
-        super::CostHint { factor: 5.5, seconds_per_epoch: 0.0 }
+        super::CostHint { factor: 5.5, ..Default::default() }
     }
 
     fn build(&self, name: &str, client: &ClientContext) -> Result<Defense> {

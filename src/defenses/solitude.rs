@@ -127,7 +127,8 @@ impl super::DefenseConfig for SolitudeConfig {
         // Calibration learns a weight per reported edge: the reported graph of ε_a-edge
         // RR has ~(n/clients)²/(1+e^ε_a) fake edges per client (measured on Cora).
         let fake = run.clients * (run.nodes / run.clients).powi(2) / (1.0 + self.epsilon_a.value().exp());
-        super::CostHint { factor: 1.9, seconds_per_epoch: (2.0 * run.edges + fake) * 2.2e-6 }
+        let extra_arcs = 2.0 * fake;
+        super::CostHint { factor: 1.9, seconds_per_epoch: (2.0 * run.edges + fake) * 2.2e-6, dense_features: true, extra_arcs, ..Default::default() }
     }
 
     fn build(&self, name: &str, client: &ClientContext) -> Result<Defense> {

@@ -5,7 +5,9 @@
 //! - `scenarios/<cell>,seed=<s>.yaml`: each run's resolved scenario (self-contained:
 //!   presets inlined), named so that its metrics carry the same name as a direct run's;
 //! - `commands.txt`: one command per run, skipping a run whose directory already holds
-//!   `metrics.json` (`FGL_SIM` names the binary, default `fgl-sim` on the PATH);
+//!   `metrics.json` and going on from its `checkpoint.cbor` when a signal stopped it (a
+//!   scheduler's SIGTERM at a time limit or preemption saves one); `FGL_SIM` names the
+//!   binary, default `fgl-sim` on the PATH;
 //! - `slurm.sh`: a SLURM array, task i running line i + 1;
 //! - `k8s-job.yaml`: a Kubernetes indexed Job, completion index i running line i + 1.
 //!
@@ -50,16 +52,29 @@ pub fn emit(m: &Matrix, out: &Path, data_dir: Option<&Path>) -> Result<Emitted> 
         let file = scenarios.join(format!("{},seed={seed}.yaml", cell.id));
         write_file(&file, cell.scenario_for(seed).to_yaml().as_bytes())?;
         let run_dir = store::run_dir(&out, &cell.id, seed);
+        let q = |p: &Path| sh(&p.display().to_string());
         commands.push_str(&format!(
-            "[ -f {} ] || \"${{FGL_SIM:-fgl-sim}}\" run {} --out {} --force --quiet{data}\n",
-            sh(&run_dir.join("metrics.json").display().to_string()),
-            sh(&file.display().to_string()),
-            sh(&run_dir.display().to_string()),
+            "if [ -f {metrics} ]; then :; elif [ -f {checkpoint} ]; then \"${{FGL_SIM:-fgl-sim}}\" run --resume {dir} --quiet{data}; \
+             else \"${{FGL_SIM:-fgl-sim}}\" run {file} --out {dir} --force --quiet{data}; fi\n",
+            metrics = q(&run_dir.join("metrics.json")),
+            checkpoint = q(&run_dir.join(crate::results::CHECKPOINT_FILE)),
+            dir = q(&run_dir),
+            file = q(&file),
         ));
     }
     let list = dir.join("commands.txt");
     write_file(&list, commands.as_bytes())?;
     let n = runs.len();
+    // Slurm opens a task's output file before the script runs: the directory must exist.
+    let logs = dir.join("logs");
+    std::fs::create_dir_all(&logs).map_err(|e| Error::output(&logs, format!("cannot create: {e}")))?;
+    // An #SBATCH value is read up to white space unless double-quoted (single quotes
+    // inside are fine); a path with a double quote gets Slurm's default output file.
+    let logs_text = logs.display().to_string();
+    let output = match logs_text.contains(['"', '\n']) {
+        false => format!("#SBATCH --output=\"{logs_text}/%A_%a.log\"\n"),
+        true => "# (the output directory's path holds a double quote: Slurm's default output file)\n".to_string(),
+    };
     let line = format!("sed -n \"$(({{INDEX}} + 1))p\" {}", sh(&list.display().to_string()));
     let slurm = format!(
         "#!/bin/bash\n\
@@ -68,17 +83,14 @@ pub fn emit(m: &Matrix, out: &Path, data_dir: Option<&Path>) -> Result<Emitted> 
          #SBATCH --job-name=fgl-sim-{name}\n\
          #SBATCH --array=0-{last}\n\
          #SBATCH --cpus-per-task=2\n\
-         #SBATCH --output={logs}/%A_%a.log\n\
+         {output}\
          set -euo pipefail\n\
-         mkdir -p {logs_q}\n\
          cmd=$({sed})\n\
          exec bash -c \"$cmd\"\n",
         name = m.name,
         path = dir.join("slurm.sh").display(),
         out = out.display(),
         last = n - 1,
-        logs = dir.join("logs").display(),
-        logs_q = sh(&dir.join("logs").display().to_string()),
         sed = line.replace("{INDEX}", "SLURM_ARRAY_TASK_ID"),
     );
     write_file(&dir.join("slurm.sh"), slurm.as_bytes())?;

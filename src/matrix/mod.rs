@@ -94,6 +94,9 @@ pub struct MatrixOptions {
     pub checkpoint_every: Option<usize>,
     /// Set (by a signal) to stop every run at its next round boundary, saving checkpoints.
     pub stop: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Refuse, before any run, a matrix whose runs at once would exceed this many bytes by
+    /// the estimate (the largest runs, `--jobs` of them together); `None`: no check.
+    pub max_memory: Option<f64>,
 }
 
 impl MatrixOptions {
@@ -138,6 +141,12 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
         all.iter().copied().filter(|&(c, s)| record::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished).collect();
     let skipped = all.len() - todo.len();
     let jobs = opts.jobs.unwrap_or_else(backend::available_cores).max(1);
+    // `jobs` workers at most, each with its share of the cores (`--jobs 1` on 2 cores:
+    // one run at a time on 2 threads; it used to start 2 runs of 1 thread, as `--jobs 2`).
+    let threads = jobs * (backend::available_cores() / jobs).max(1);
+    if let Some(limit) = opts.max_memory {
+        check_memory(m, opts, &todo, jobs, threads / jobs.min(todo.len()).max(1), limit)?;
+    }
     let show = !opts.quiet && std::io::stderr().is_terminal();
     let multi = indicatif::MultiProgress::with_draw_target(if show {
         indicatif::ProgressDrawTarget::stderr()
@@ -154,9 +163,6 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
         bar.set_message(format!("({skipped} already finished)"));
     }
     let t = Instant::now();
-    // `jobs` workers at most, each with its share of the cores (`--jobs 1` on 2 cores:
-    // one run at a time on 2 threads; it used to start 2 runs of 1 thread, as `--jobs 2`).
-    let threads = jobs * (backend::available_cores() / jobs).max(1);
     run_concurrently(
         &todo,
         Some(threads),
@@ -256,9 +262,10 @@ pub fn collect(m: &Matrix, opts: &MatrixOptions) -> Result<(PathBuf, Vec<stats::
     Ok((out, rows))
 }
 
-/// One line per cell for `--dry-run`: its id, runs to do, and their estimated seconds.
+/// One line per cell for `--dry-run`: its id, runs to do, their estimated seconds, and
+/// the estimated peak memory of one run.
 pub struct Plan {
-    pub lines: Vec<(String, usize, Option<f64>)>,
+    pub lines: Vec<(String, usize, Option<f64>, Option<f64>)>,
     /// Estimated wall time with `jobs` at once (sum / jobs; rough).
     pub total_seconds: Option<f64>,
     pub measured: usize,
@@ -268,10 +275,14 @@ pub struct Plan {
 /// finished runs of the same cell where there are any, else from [`estimates`].
 pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
     let rows = stats::collect(m, &opts.out_dir(m))?;
-    let modelled = estimates(m, opts);
+    let sizes = sizes(m, opts);
+    let jobs = opts.jobs.unwrap_or_else(backend::available_cores).max(1);
+    let threads = (backend::available_cores() / jobs).max(1);
     let mut lines = Vec::new();
     let mut measured = 0;
-    for (c, (cell, model)) in m.cells.iter().zip(modelled).enumerate() {
+    for (c, (cell, size)) in m.cells.iter().zip(&sizes).enumerate() {
+        let model = size.map(|size| crate::estimate::seconds(&cell.scenario, &size));
+        let memory = size.map(|size| crate::estimate::memory(&cell.scenario, &size, threads).bytes());
         let done: Vec<f64> = rows.iter().filter(|r| r.cell == c).filter_map(|r| Some(r.metrics.as_ref()?.total_seconds)).collect();
         let todo = m.seeds.len() - done.len();
         let per_run = if done.is_empty() {
@@ -280,102 +291,72 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
             measured += done.len();
             Some(done.iter().sum::<f64>() / done.len() as f64)
         };
-        lines.push((cell.id.clone(), todo, per_run.map(|t| t * todo as f64)));
+        lines.push((cell.id.clone(), todo, per_run.map(|t| t * todo as f64), memory));
     }
-    let jobs = opts.jobs.unwrap_or_else(backend::available_cores).max(1) as f64;
-    let total_seconds = lines.iter().map(|l| l.2).sum::<Option<f64>>().map(|t| t / jobs);
+    let total_seconds = lines.iter().map(|l| l.2).sum::<Option<f64>>().map(|t| t / jobs as f64);
     Ok(Plan { lines, total_seconds, measured })
 }
 
-/// Per cell, the modelled seconds of one run on one core ([`cost_model`] on the cell's
-/// graph, each distinct dataset loaded once); `None` where the dataset does not load.
-/// Rough: within a factor of ~3.
-pub fn estimates(m: &Matrix, opts: &MatrixOptions) -> Vec<Option<f64>> {
-    // (nodes, edges, non-zero feature values) per dataset section.
-    type Size = Option<(f64, f64, f64)>;
-    let mut sizes: Vec<(String, Size)> = Vec::new();
+/// Refuse the runs `todo` if the largest `jobs` of them, each on `threads` threads,
+/// would together exceed `limit` bytes by the estimate.
+fn check_memory(m: &Matrix, opts: &MatrixOptions, todo: &[(usize, u64)], jobs: usize, threads: usize, limit: f64) -> Result<()> {
+    let sizes = sizes(m, opts);
+    let mut runs: Vec<(f64, usize)> = todo
+        .iter()
+        .filter_map(|&(c, _)| sizes[c].map(|size| (crate::estimate::memory(&m.cells[c].scenario, &size, threads).bytes(), c)))
+        .collect();
+    runs.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let at_once: f64 = runs.iter().take(jobs).map(|r| r.0).sum();
+    match runs.first() {
+        Some(&(largest, c)) if at_once > limit => Err(Error::param(
+            "--max-memory",
+            format!(
+                "{} run(s) at once need about {} at their peak (estimate; the largest, cell `{}`, {}), more than the limit of {}; \
+                 lower --jobs, or raise --max-memory (`--dry-run` shows each cell's estimate)",
+                jobs.min(runs.len()),
+                crate::estimate::human(at_once),
+                m.cells[c].id,
+                crate::estimate::human(largest),
+                crate::estimate::human(limit)
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Per cell: the size of its graph (`None` where its dataset does not load), each
+/// dataset loaded once.
+pub fn sizes(m: &Matrix, opts: &MatrixOptions) -> Vec<Option<crate::estimate::DataSize>> {
+    let mut sizes: Vec<(String, Option<crate::estimate::DataSize>)> = Vec::new();
     m.cells
         .iter()
         .map(|cell| {
             let s = &cell.scenario;
             let key = format!("{:?}", (&s.dataset, s.seed));
-            let size = match sizes.iter().find(|(k, _)| *k == key) {
-                Some((_, size)) => *size,
-                None => {
-                    let size =
-                        crate::data::registry::load(&s.dataset.name, opts.data_dir.as_deref(), &s.synthetic(), s.seed).ok().map(|d| {
-                            (
-                                d.num_nodes() as f64,
-                                d.graph.num_edges() as f64,
-                                d.features.as_ref().map_or(d.num_nodes(), |f| f.nnz()) as f64,
-                            )
-                        });
-                    sizes.push((key, size));
-                    size
-                }
+            if let Some((_, size)) = sizes.iter().find(|(k, _)| *k == key) {
+                return *size;
+            }
+            let size = match s.dataset.name.as_str() {
+                "synthetic" => Some(crate::estimate::DataSize::of_synthetic(&s.synthetic())),
+                name => crate::data::registry::load(name, opts.data_dir.as_deref(), &s.synthetic(), s.seed)
+                    .ok()
+                    .map(|d| crate::estimate::DataSize::of_dataset(&d)),
             };
-            size.map(|size| cost_model(s, size))
+            sizes.push((key, size));
+            size
         })
         .collect()
 }
 
-/// Seconds of one run on one core: (nodes, edges, non-zero feature values) of the graph.
-fn cost_model(s: &crate::scenario::Scenario, (n, e, nnz): (f64, f64, f64)) -> f64 {
-    let m = &s.model;
-    // Hidden outputs: every layer's with an FC head on top, all but the last without.
-    let hidden_outputs = if m.head { m.layers } else { m.layers.saturating_sub(1) }.max(1);
-    let widths: Vec<f64> = (0..hidden_outputs).map(|i| m.hidden.width(i) as f64).collect();
-    let heads = if m.arch == crate::model::Arch::Gat { 4.0 } else { 1.0 };
-    // First layer X·W on the stored feature values, then per layer a propagation over
-    // edges and nodes, and the dense products between hidden layers.
-    let propagate: f64 = widths.iter().map(|h| (2.0 * e + n) * h * heads).sum();
-    let dense: f64 = widths.windows(2).map(|w| n * w[0] * w[1]).sum();
-    let epoch_work = nnz * widths[0] + propagate + dense;
-    let epochs = (s.federation.rounds * s.train.epochs) as f64;
-    let clients = if s.federation.centralized { 1.0 } else { s.partition.clients as f64 };
-    let run = crate::defenses::RunSize { nodes: n, edges: e, clients };
-    let (mut factor, mut extra) = (1.0, 0.0);
-    for d in &s.defenses {
-        let hint = d.spec.cost(&run);
-        factor *= hint.factor;
-        extra += epochs * hint.seconds_per_epoch;
-    }
-    // Server work of the attacks, per run, scaled from Cora's size.
-    let attacks: f64 = s.attacks.iter().map(|a| a.spec.server_seconds_on_cora()).sum::<f64>() * n / 2485.0;
-    // Calibrated on this project's 2-core Zen 5 machine, one run per core: forward and
-    // backward ≈ 3× the work at ~25 GFLOP/s, 0.2 ms fixed cost per client-epoch, 5 ms of
-    // server work per round (EC-LDA's Cora GCN setting: 14.7 s measured in a matrix, 17 s
-    // modelled), the defenses' and attacks' factors from the shipped Cora matrix's runs.
-    (epochs * (3.0 * epoch_work / 2.5e10 + clients * 2e-4) * factor + extra + attacks + s.federation.rounds as f64 * 0.005).max(0.02)
+/// Per cell: the estimated seconds of one run on one core.
+pub fn estimates(m: &Matrix, opts: &MatrixOptions) -> Vec<Option<f64>> {
+    sizes(m, opts).iter().zip(&m.cells).map(|(size, cell)| size.map(|size| crate::estimate::seconds(&cell.scenario, &size))).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The estimate takes each defense's and attack's cost from its registration: DP-GNN
-    /// multiplies the epochs, Solitude adds its calibration per epoch, an attack adds
-    /// server time scaled by the node count (the same figures `cost_model` held as a
-    /// table of preset names before they moved to the registry).
-    #[test]
-    fn the_estimate_takes_costs_from_the_registry() {
-        let base = "dataset: {name: synthetic}\nfederation: {rounds: 10}\ntrain: {epochs: 2}\npartition: {clients: 4}\n";
-        let cost = |extra: &str| {
-            let s = crate::scenario::Scenario::parse(&format!("{base}{extra}"), "t.yaml", &[]).unwrap();
-            cost_model(&s, (1000.0, 4000.0, 20000.0))
-        };
-        let plain = cost("");
-        let rounds = 10.0 * 0.005;
-        assert!(((cost("defenses: [dp-gnn]\n") - rounds) / (plain - rounds) - 47.0).abs() < 1e-9);
-        let fake = 4.0 * 250.0f64.powi(2) / (1.0 + 8f64.exp());
-        let solitude = cost("defenses: [solitude]\n"); // the preset: ε_a = 8
-        assert!((solitude - (1.9 * (plain - rounds) + rounds + 20.0 * (8000.0 + fake) * 2.2e-6)).abs() < 1e-9, "{solitude}");
-        assert!((cost("attacks: [llg-star]\n") - plain - 5.0 * 1000.0 / 2485.0).abs() < 1e-9);
-        assert_eq!(cost("attacks: [uniform]\ndefenses: [ldp-labels]\n"), plain);
-    }
-
-    /// Results come back in job order whatever finishes first; each job learns its thread
-    /// share; after a failure no new job starts.
     #[test]
     fn run_concurrently_keeps_job_order_and_stops_after_a_failure() {
         let jobs: Vec<u64> = (0..12).collect();

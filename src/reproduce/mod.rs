@@ -62,6 +62,7 @@ pub(crate) fn run_cells(
         quiet: opts.quiet,
         checkpoint_every: opts.checkpoint_every,
         stop: opts.stop.clone(),
+        max_memory: opts.max_memory,
     };
     let o = crate::matrix::execute(&m, dir, &mopts, cost)?;
     let mut rows = o.rows.into_iter();

@@ -51,7 +51,7 @@ pub fn load_graphdata(path: &Path, name: &str) -> Result<Dataset> {
         return Err(err(format!("array `node_label` has {} entries but the graph has {n} nodes", raw.len())));
     }
     let labels = labels_from_ints(&raw, path, "node_label")?;
-    let needed = class_count(&labels);
+    let needed = class_count(&labels, path)?;
     let named = match z.has("metadata") {
         true => {
             let (p, meta) = object(&mut z, "metadata")?;

@@ -83,6 +83,6 @@ pub fn load_igraph_pickle(path: &Path, name: &str, recipe: Option<Recipe>) -> Re
     let (graph, build_report) = Graph::from_edges(n, edges, &source)?;
     let features = (d > 0).then_some(Features::Dense(DenseMatrix { rows: n, cols: d, data }));
     let notes = if d == 0 { vec![format!("no features: {} has no vertex attributes besides class and name", source)] } else { Vec::new() };
-    let class_names = numbered_classes(class_count(&labels));
+    let class_names = numbered_classes(class_count(&labels, path)?);
     finish(name, graph, build_report, features, labels, class_names, None, notes, &source)
 }

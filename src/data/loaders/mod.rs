@@ -76,9 +76,21 @@ fn labels_from_ints(raw: &[i64], path: &Path, array: &str) -> Result<Vec<Option<
         .collect()
 }
 
-/// The classes the labels use (the largest + 1).
-fn class_count(labels: &[Option<u32>]) -> usize {
-    labels.iter().flatten().max().map_or(0, |&m| m as usize + 1)
+/// The most classes a dataset may have: class ids are 0, 1, …, and one far beyond would
+/// name millions of empty classes (a fuzzed label of 2²⁷ spent 28 s and gigabytes on them).
+pub const MAX_CLASSES: usize = 1 << 16;
+
+/// The classes the labels use (the largest + 1), at most [`MAX_CLASSES`].
+fn class_count(labels: &[Option<u32>], path: &Path) -> crate::error::Result<usize> {
+    let n = labels.iter().flatten().max().map_or(0, |&m| m as usize + 1);
+    if n > MAX_CLASSES {
+        let v = labels.iter().position(|l| l.is_some_and(|l| l as usize + 1 == n)).unwrap_or(0);
+        return Err(crate::error::Error::data_file(
+            path,
+            format!("node {v} has label {}: class ids must be below {MAX_CLASSES} (0, 1, … for the classes, −1 = unlabelled)", n - 1),
+        ));
+    }
+    Ok(n)
 }
 
 /// Class names "0", "1", … for `classes` classes, where the source names none.
@@ -88,4 +100,21 @@ fn numbered_classes(classes: usize) -> Vec<String> {
 
 fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |f| f.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 27 (found by fuzzing GraphData's `node_label.npy`): a label of 2²⁷ made
+    /// 134 million class names (28 s, gigabytes); class ids past 65 535 are refused,
+    /// naming the file and the node.
+    #[test]
+    fn class_ids_far_beyond_any_dataset_are_refused() {
+        let path = Path::new("cora_ml.npz");
+        assert_eq!(class_count(&[Some(0), None, Some(65_535)], path).unwrap(), 65_536);
+        let e = class_count(&[Some(0), Some(134_217_730)], path).unwrap_err().to_string();
+        assert!(e.contains("cora_ml.npz") && e.contains("node 1 has label 134217730") && e.contains("65536"), "{e}");
+        assert_eq!(class_count(&[None], path).unwrap(), 0);
+    }
 }

@@ -65,7 +65,7 @@ pub fn load_node_csv(dir: &Path, prefix: &str, name: &str) -> Result<Dataset> {
         }
         (row_of.iter().map(|&i| Some(raw_labels[i])).collect(), out)
     };
-    let class_names = numbered_classes(class_count(&labels));
+    let class_names = numbered_classes(class_count(&labels, &nodes_path)?);
 
     let edges = read_edge_csv(&edges_path, &[["source", "target"]], n, &nodes_path)?;
     let (graph, build_report) = Graph::from_edges(n, edges, &edges_path.display().to_string())?;

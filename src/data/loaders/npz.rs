@@ -52,7 +52,7 @@ pub fn load_npz(path: &Path, name: &str) -> Result<Dataset> {
         return Err(err(format!("array `labels` has {} entries but the adjacency has {n} nodes", raw_labels.len())));
     }
     let labels = labels_from_ints(&raw_labels, path, "labels")?;
-    let needed = class_count(&labels);
+    let needed = class_count(&labels, path)?;
 
     let sibling = path.with_file_name(format!("{}.class_names.txt", path.file_stem().unwrap_or_default().to_string_lossy()));
     let class_names = if z.has("class_names") {

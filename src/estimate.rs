@@ -1,0 +1,390 @@
+//! What a run will cost before it starts: its peak memory and its time, from the scenario
+//! and the size of its graph. `run`, `matrix` and `reproduce` refuse a scenario whose
+//! memory estimate exceeds `--max-memory` before any work, and `--dry-run` prints both.
+//!
+//! The memory model is linear in the run's sizes, each term what the structures of that
+//! size hold at the peak, measured as peak RSS of 16 synthetic runs on this project's
+//! machine (fitted by least relative squares; `docs/scenarios.md` lists the check on
+//! runs it was not fitted on):
+//!
+//! - 42 MiB for the process (binary, Burn, thread pools);
+//! - 260 B per node (labels, roles, partition, per-client maps and their copies);
+//! - 90 B per graph entry (arc: two per undirected edge): the CSR, the clients' subgraphs,
+//!   their gather/scatter index tensors and the fused kernels' patterns;
+//! - 12.4 B per dense feature value, 80 B per stored sparse one (its 8 B, with the index):
+//!   the dataset's, the clients' copies, the device inputs and, for sparse files, the
+//!   loader's transient arrays;
+//! - per client training at once (`min(threads, clients)`, one on a GPU), 31.5 B per
+//!   node and output unit of every layer (all heads): activations, masks and gradients of
+//!   the largest client's epoch; GAT adds 20.5 B per arc of that client, head and layer;
+//! - the model's parameters, 3.3 copies per client (the model sent, the update returned)
+//!   and 4 per client training at once (model, gradients, optimizer state), 4 B each;
+//! - what the defenses declare ([`crate::defenses::CostHint`]): dense features, the fake
+//!   arcs of edge RR, DP-GNN's computation graphs.
+
+use crate::data::Dataset;
+use crate::data::synthetic::SyntheticConfig;
+use crate::defenses::RunSize;
+use crate::model::Arch;
+use crate::scenario::Scenario;
+
+const MIB: f64 = 1024.0 * 1024.0;
+const PROCESS: f64 = 42.0 * MIB;
+const PER_NODE: f64 = 260.0;
+const PER_ARC: f64 = 90.0;
+const PER_FEATURE_BYTE: f64 = 3.1;
+/// A stored sparse feature value: its 8 B in the dataset, the clients' copies, the device
+/// input, and the loader's transient arrays (read, sorted, made canonical); measured on
+/// PubMed (988 k values).
+const PER_SPARSE_VALUE: f64 = 80.0;
+const PER_ACTIVATION: f64 = 31.5;
+const PER_ATTENTION: f64 = 20.5;
+/// Copies of the model's parameters per client (the model sent, the update returned, their
+/// host vectors) and per client training at once (model, gradients, optimizer state).
+const PARAMETERS_PER_CLIENT: f64 = 3.3;
+const PARAMETERS_PER_TRAINER: f64 = 4.0;
+
+/// The size of a run's graph.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DataSize {
+    pub nodes: f64,
+    /// Undirected edges.
+    pub edges: f64,
+    pub feature_dim: f64,
+    /// Feature values stored (non-zeros of sparse features).
+    pub feature_values: f64,
+    /// Whether they are stored densely.
+    pub dense: bool,
+    pub classes: f64,
+}
+
+impl DataSize {
+    /// A synthetic graph's size from its parameters alone, before it is generated.
+    pub fn of_synthetic(c: &SyntheticConfig) -> DataSize {
+        let nodes = c.nodes as f64;
+        DataSize {
+            nodes,
+            edges: nodes * c.avg_degree / 2.0,
+            feature_dim: c.feature_dim as f64,
+            feature_values: nodes * c.feature_dim as f64,
+            dense: true,
+            classes: c.classes as f64,
+        }
+    }
+
+    pub fn of_dataset(d: &Dataset) -> DataSize {
+        let (feature_dim, feature_values, dense) = match &d.features {
+            Some(f) => (f.cols() as f64, f.stored() as f64, matches!(f, crate::data::Features::Dense(_))),
+            None => (0.0, 0.0, true),
+        };
+        DataSize {
+            nodes: d.num_nodes() as f64,
+            edges: d.graph.num_edges() as f64,
+            feature_dim,
+            feature_values,
+            dense,
+            classes: d.num_classes() as f64,
+        }
+    }
+}
+
+/// One term of the memory estimate, with the scenario fields that drive it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    pub what: &'static str,
+    pub bytes: f64,
+    pub driven_by: String,
+}
+
+/// A run's estimated peak memory, by part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryEstimate {
+    pub parts: Vec<Part>,
+}
+
+impl MemoryEstimate {
+    pub fn bytes(&self) -> f64 {
+        self.parts.iter().map(|p| p.bytes).sum()
+    }
+
+    /// The parts, largest first, as `name size (driven by …)` lines.
+    pub fn lines(&self) -> Vec<String> {
+        let mut parts: Vec<&Part> = self.parts.iter().collect();
+        parts.sort_by(|a, b| b.bytes.total_cmp(&a.bytes));
+        parts.iter().map(|p| format!("{:<10} {:>10}  ({})", p.what, human(p.bytes), p.driven_by)).collect()
+    }
+
+    /// The largest parts' drivers, for a refusal.
+    pub fn drivers(&self) -> String {
+        let mut parts: Vec<&Part> = self.parts.iter().filter(|p| p.what != "process").collect();
+        parts.sort_by(|a, b| b.bytes.total_cmp(&a.bytes));
+        parts.iter().take(2).map(|p| format!("{} {} ({})", p.what, human(p.bytes), p.driven_by)).collect::<Vec<_>>().join("; ")
+    }
+}
+
+/// `bytes` as KiB / MiB / GiB / TiB with 3 significant digits.
+pub fn human(bytes: f64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let (mut v, mut u) = (bytes, 0);
+    while v >= 1024.0 && u + 1 < units.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    let digits = if v >= 100.0 || u == 0 {
+        0
+    } else if v >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let text = format!("{v:.digits$}");
+    let text = if text.contains('.') { text.trim_end_matches('0').trim_end_matches('.') } else { &text };
+    format!("{text} {}", units[u])
+}
+
+/// The run's size as the defenses' hints see it; `threads` train clients at once.
+pub fn run_size(s: &Scenario, size: &DataSize, threads: usize) -> RunSize {
+    let clients = if s.federation.centralized { 1.0 } else { s.partition.clients as f64 };
+    let concurrent = if crate::backend::parallel_clients(s.backend) { (threads as f64).min(clients).max(1.0) } else { 1.0 };
+    RunSize {
+        nodes: size.nodes,
+        edges: size.edges,
+        clients,
+        feature_dim: size.feature_dim,
+        row_bytes: match size.dense {
+            true => size.feature_dim * 4.0,
+            false => size.feature_values / size.nodes.max(1.0) * 8.0,
+        },
+        layers: s.model.layers,
+        widths: output_units(s, size.classes),
+        concurrent,
+    }
+}
+
+/// Σ over the layers (and the head) of their output columns, all heads of GAT's.
+fn output_units(s: &Scenario, classes: f64) -> f64 {
+    let m = &s.model;
+    let heads = if m.arch == Arch::Gat { m.heads as f64 } else { 1.0 };
+    let sage = if m.arch == Arch::Sage { 2.0 } else { 1.0 };
+    let hidden: f64 = (0..m.hidden_outputs()).map(|i| m.hidden.width(i) as f64 * heads * sage).sum();
+    // The logits: a head's, or the last layer's (GAT averages its heads there).
+    hidden + classes * if m.head { 1.0 } else { heads.max(sage) }
+}
+
+/// The model's parameter count (weights and biases of every layer, GAT's attention
+/// vectors, SAGE's two weight matrices, the head).
+pub fn parameters(s: &Scenario, size: &DataSize) -> f64 {
+    let m = &s.model;
+    let heads = if m.arch == Arch::Gat { m.heads as f64 } else { 1.0 };
+    let sage = if m.arch == Arch::Sage { 2.0 } else { 1.0 };
+    let (mut total, mut input) = (0.0, size.feature_dim.max(1.0));
+    for i in 0..m.layers {
+        let last = i + 1 == m.layers;
+        let out = if last && !m.head { size.classes } else { m.hidden.width(i) as f64 };
+        total += input * out * heads * sage + out * heads * if m.arch == Arch::Gat { 3.0 } else { 1.0 };
+        input = if m.arch == Arch::Gat && !last { out * heads } else { out };
+    }
+    if m.head {
+        total += input * size.classes + size.classes;
+    }
+    total
+}
+
+/// The peak memory of `s` on a graph of `size`, with `threads` worker threads.
+pub fn memory(s: &Scenario, size: &DataSize, threads: usize) -> MemoryEstimate {
+    let run = run_size(s, size, threads);
+    let synthetic = s.dataset.name == "synthetic";
+    let field = |fields: &str| if synthetic { format!("dataset.synthetic.{fields}") } else { format!("dataset `{}`", s.dataset.name) };
+    let hints: Vec<_> = s.defenses.iter().map(|d| (d.name.as_str(), d.spec.cost(&run))).collect();
+    let dense = size.dense || hints.iter().any(|(_, h)| h.dense_features);
+    let feature_bytes = if dense { PER_FEATURE_BYTE * size.nodes * size.feature_dim * 4.0 } else { PER_SPARSE_VALUE * size.feature_values };
+    let arcs = 2.0 * size.edges;
+    let extra_arcs: f64 = hints.iter().map(|(_, h)| h.extra_arcs).sum();
+    let client_nodes = size.nodes / run.clients;
+    let client_arcs = (arcs + extra_arcs) / run.clients;
+    let mut parts = vec![
+        Part { what: "process", bytes: PROCESS, driven_by: "fixed".into() },
+        Part { what: "nodes", bytes: PER_NODE * size.nodes, driven_by: format!("{} nodes: {}", size.nodes, field("nodes")) },
+        Part {
+            what: "graph",
+            bytes: PER_ARC * (arcs + extra_arcs),
+            driven_by: match extra_arcs > 0.0 {
+                false => format!("{arcs:.3e} arcs: {}", field("nodes × avg_degree")),
+                true => {
+                    format!("{arcs:.3e} arcs, {extra_arcs:.3e} added by edge RR: {}, the defenses' epsilon", field("nodes × avg_degree"))
+                }
+            },
+        },
+        Part {
+            what: "features",
+            bytes: feature_bytes,
+            driven_by: format!(
+                "{} × {} {}: {}{}",
+                size.nodes,
+                size.feature_dim,
+                if dense { "dense" } else { "sparse" },
+                field("nodes × feature_dim"),
+                if dense && !size.dense { ", made dense by a defense" } else { "" }
+            ),
+        },
+        Part {
+            what: "training",
+            bytes: run.concurrent * client_nodes * run.widths * PER_ACTIVATION,
+            driven_by: format!(
+                "{} client(s) at once × {client_nodes:.0} nodes × {} output units: --threads, partition.clients, model.hidden, model.layers",
+                run.concurrent, run.widths
+            ),
+        },
+    ];
+    let p = parameters(s, size);
+    parts.push(Part {
+        what: "model",
+        bytes: p * 4.0 * (PARAMETERS_PER_CLIENT * run.clients + PARAMETERS_PER_TRAINER * run.concurrent),
+        driven_by: format!("{p:.0} parameters × {} clients: model.hidden, the feature dimension, partition.clients", run.clients),
+    });
+    if s.model.arch == Arch::Gat {
+        let heads = s.model.heads as f64 * s.model.layers as f64;
+        parts.push(Part {
+            what: "attention",
+            bytes: run.concurrent * client_arcs * heads * PER_ATTENTION,
+            driven_by: format!("{} client(s) at once × {client_arcs:.0} arcs × {heads} heads: model.heads, model.layers", run.concurrent),
+        });
+    }
+    for (name, h) in hints.iter().filter(|(_, h)| h.extra_bytes > 0.0) {
+        parts.push(Part { what: "defense", bytes: h.extra_bytes, driven_by: format!("defense `{name}`'s parameters") });
+    }
+    MemoryEstimate { parts }
+}
+
+/// Seconds of one run on one core, on a graph of `size`.
+pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
+    // A graph without features trains on one value per node.
+    let (n, e) = (size.nodes, size.edges);
+    let nnz = if size.feature_dim == 0.0 { n } else { size.feature_values };
+    let m = &s.model;
+    // Hidden outputs: every layer's with an FC head on top, all but the last without.
+    let hidden_outputs = if m.head { m.layers } else { m.layers.saturating_sub(1) }.max(1);
+    let widths: Vec<f64> = (0..hidden_outputs).map(|i| m.hidden.width(i) as f64).collect();
+    let heads = if m.arch == Arch::Gat { 4.0 } else { 1.0 };
+    // First layer X·W on the stored feature values, then per layer a propagation over
+    // edges and nodes, and the dense products between hidden layers.
+    let propagate: f64 = widths.iter().map(|h| (2.0 * e + n) * h * heads).sum();
+    let dense: f64 = widths.windows(2).map(|w| n * w[0] * w[1]).sum();
+    let epoch_work = nnz * widths[0] + propagate + dense;
+    let epochs = (s.federation.rounds * s.train.epochs) as f64;
+    let run = run_size(s, size, 1);
+    let (mut factor, mut extra) = (1.0, 0.0);
+    for d in &s.defenses {
+        let hint = d.spec.cost(&run);
+        factor *= hint.factor;
+        extra += epochs * hint.seconds_per_epoch;
+    }
+    // Server work of the attacks, per run, scaled from Cora's size.
+    let attacks: f64 = s.attacks.iter().map(|a| a.spec.server_seconds_on_cora()).sum::<f64>() * n / 2485.0;
+    // Calibrated on this project's 2-core Zen 5 machine, one run per core: forward and
+    // backward ≈ 3× the work at ~25 GFLOP/s, 0.2 ms fixed cost per client-epoch, 5 ms of
+    // server work per round (EC-LDA's Cora GCN setting: 14.7 s measured in a matrix, 17 s
+    // modelled), the defenses' and attacks' factors from the shipped Cora matrix's runs.
+    (epochs * (3.0 * epoch_work / 2.5e10 + run.clients * 2e-4) * factor + extra + attacks + s.federation.rounds as f64 * 0.005).max(0.02)
+}
+
+/// The memory a run may take by default: 90 % of what the machine has available now
+/// (Linux `MemAvailable`), `None` where that is unknown.
+pub fn default_max_memory() -> Option<f64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: f64 = info.lines().find(|l| l.starts_with("MemAvailable:"))?.split_whitespace().nth(1)?.parse().ok()?;
+    Some(0.9 * kb * 1024.0)
+}
+
+/// A memory size as `--max-memory` takes it: bytes, or with a unit K, M, G, T (powers of
+/// 1024, `KiB`/`KB` spellings too), e.g. `8G`, `1.5GiB`, `512M`.
+pub fn parse_size(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let v: f64 = number.parse().ok()?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => MIB,
+        "g" | "gb" | "gib" => MIB * 1024.0,
+        "t" | "tb" | "tib" => MIB * MIB,
+        _ => return None,
+    };
+    (v.is_finite() && v > 0.0).then_some(v * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scenario(extra: &str) -> Scenario {
+        let base = "dataset: {name: synthetic}\nfederation: {rounds: 10}\ntrain: {epochs: 2}\npartition: {clients: 4}\n";
+        Scenario::parse(&format!("{base}{extra}"), "t.yaml", &[]).unwrap()
+    }
+
+    fn size() -> DataSize {
+        DataSize { nodes: 1000.0, edges: 4000.0, feature_dim: 20.0, feature_values: 20000.0, dense: true, classes: 4.0 }
+    }
+
+    /// The time estimate takes each defense's and attack's cost from its registration:
+    /// DP-GNN multiplies the epochs, Solitude adds its calibration per epoch, an attack
+    /// adds server time scaled by the node count.
+    #[test]
+    fn the_time_estimate_takes_costs_from_the_registry() {
+        let cost = |extra: &str| seconds(&scenario(extra), &size());
+        let plain = cost("");
+        let rounds = 10.0 * 0.005;
+        assert!(((cost("defenses: [dp-gnn]\n") - rounds) / (plain - rounds) - 47.0).abs() < 1e-9);
+        let fake = 4.0 * 250.0f64.powi(2) / (1.0 + 8f64.exp());
+        let solitude = cost("defenses: [solitude]\n"); // the preset: ε_a = 8
+        assert!((solitude - (1.9 * (plain - rounds) + rounds + 20.0 * (8000.0 + fake) * 2.2e-6)).abs() < 1e-9, "{solitude}");
+        assert!((cost("attacks: [llg-star]\n") - plain - 5.0 * 1000.0 / 2485.0).abs() < 1e-9);
+        assert_eq!(cost("attacks: [uniform]\ndefenses: [ldp-labels]\n"), plain);
+    }
+
+    /// The terms by hand for a 2-layer GCN (16 hidden, 4 classes) on 1000 nodes, 4000
+    /// edges, 20 dense features, 4 clients, 2 at once.
+    #[test]
+    fn the_memory_estimate_adds_its_terms() {
+        let m = memory(&scenario(""), &size(), 2);
+        let part = |w: &str| m.parts.iter().find(|p| p.what == w).map_or(0.0, |p| p.bytes);
+        assert_eq!(part("process"), 42.0 * MIB);
+        assert_eq!(part("nodes"), 260.0 * 1000.0);
+        assert_eq!(part("graph"), 90.0 * 8000.0);
+        assert!((part("features") - 3.1 * 1000.0 * 20.0 * 4.0).abs() < 1e-6);
+        let sparse = DataSize { dense: false, feature_values: 500.0, ..size() };
+        assert!((memory(&scenario(""), &sparse, 2).parts[3].bytes - 80.0 * 500.0).abs() < 1e-6);
+        assert!((part("training") - 2.0 * 250.0 * 20.0 * 31.5).abs() < 1e-6);
+        assert_eq!(m.bytes(), m.parts.iter().map(|p| p.bytes).sum::<f64>());
+        // One client at a time on one thread; edge RR adds its fake arcs to the graph.
+        let one = memory(&scenario(""), &size(), 1);
+        let training = one.parts.iter().find(|p| p.what == "training").unwrap().bytes;
+        assert!((training - 250.0 * 20.0 * 31.5).abs() < 1e-6);
+        // 20·16 + 16 + 16·4 + 4 parameters, 3.3 copies per client and 4 per trainer.
+        let model = |m: &MemoryEstimate| m.parts.iter().find(|p| p.what == "model").unwrap().bytes;
+        assert_eq!(parameters(&scenario(""), &size()), 404.0);
+        assert!((model(&m) - 404.0 * 4.0 * (3.3 * 4.0 + 4.0 * 2.0)).abs() < 1e-6 && (model(&m) - model(&one) - 404.0 * 16.0).abs() < 1e-6);
+        let rr = memory(&scenario("defenses: [{kind: edge-ldp, epsilon: 1}]\n"), &size(), 2);
+        let fake = 4.0 * 250.0f64.powi(2) / (1.0 + 1f64.exp());
+        let graph = rr.parts.iter().find(|p| p.what == "graph").unwrap();
+        // Directed reports (the default `symmetrize: none`): one direction.
+        assert!((graph.bytes - 90.0 * (8000.0 + fake)).abs() < 1e-6 && graph.driven_by.contains("edge RR"), "{graph:?}");
+        // A size beyond any machine is named by its drivers.
+        let huge = DataSize { nodes: 5e7, edges: 2e8, feature_dim: 32.0, feature_values: 1.6e9, ..size() };
+        let big = memory(&scenario(""), &huge, 2);
+        assert!(big.bytes() > 40.0 * MIB * 1024.0 && big.drivers().contains("dataset.synthetic"), "{}", big.drivers());
+    }
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("512"), Some(512.0));
+        assert_eq!(parse_size("8G"), Some(8.0 * 1024.0 * MIB));
+        assert_eq!(parse_size("1.5GiB"), Some(1.5 * 1024.0 * MIB));
+        assert_eq!(parse_size(" 300 mb "), Some(300.0 * MIB));
+        assert_eq!(parse_size("0"), None);
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size("3X"), None);
+        assert_eq!(human(1536.0 * MIB), "1.5 GiB");
+    }
+}
