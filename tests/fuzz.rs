@@ -104,6 +104,49 @@ fn save(target: &str, i: usize, input: &[u8]) -> PathBuf {
     p
 }
 
+/// Fuzz each of `files` in `dir` in turn (the others left as they are) through `load`,
+/// whose refusals must name a file starting with `names`.
+fn fuzz_files(target: &str, dir: &Path, files: &[&str], names: &str, load: impl Fn() -> fgl_sim::Result<()>) {
+    for file in files {
+        let path = dir.join(file);
+        let original = std::fs::read(&path).unwrap();
+        fuzz(
+            &format!("{target} {file}"),
+            &original,
+            |b| {
+                std::fs::write(&path, b).unwrap();
+                load().map_err(|e| e.to_string())
+            },
+            |e| e.contains(names),
+        );
+        std::fs::write(&path, &original).unwrap();
+    }
+}
+
+/// The members of the npz archive at `path`, in order: (name, bytes).
+fn npz_members(path: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    (0..archive.len())
+        .map(|i| {
+            let mut f = archive.by_index(i).unwrap();
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut v).unwrap();
+            (f.name().to_string(), v)
+        })
+        .collect()
+}
+
+/// `members` stored again as an npz archive at `path`, member `k` replaced by `mutated`.
+fn write_npz(path: &Path, members: &[(String, Vec<u8>)], k: usize, mutated: &[u8]) {
+    let mut z = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let opt = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (j, (name, data)) in members.iter().enumerate() {
+        z.start_file(name.as_str(), opt).unwrap();
+        std::io::Write::write_all(&mut z, if j == k { mutated } else { data }).unwrap();
+    }
+    z.finish().unwrap();
+}
+
 /// A copy of `files` (paths relative to `from`) in a fresh temporary directory.
 fn copy(from: &Path, files: &[&str]) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
@@ -133,15 +176,7 @@ fn npz_archives_and_their_members() {
         names,
     );
     // Mutate one member and store the archive again: the npy parser sees the damage.
-    let mut archive = zip::ZipArchive::new(std::fs::File::open(&src).unwrap()).unwrap();
-    let members: Vec<(String, Vec<u8>)> = (0..archive.len())
-        .map(|i| {
-            let mut f = archive.by_index(i).unwrap();
-            let mut v = Vec::new();
-            std::io::Read::read_to_end(&mut f, &mut v).unwrap();
-            (f.name().to_string(), v)
-        })
-        .collect();
+    let members = npz_members(&src);
     for (k, (member, content)) in members.iter().enumerate() {
         if content.len() > 200_000 {
             continue; // the big arrays: their headers are fuzzed in the smaller ones
@@ -150,13 +185,7 @@ fn npz_archives_and_their_members() {
             &format!("npz member {member}"),
             content,
             |b| {
-                let mut z = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
-                let opt = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
-                for (j, (name, data)) in members.iter().enumerate() {
-                    z.start_file(name.as_str(), opt).unwrap();
-                    std::io::Write::write_all(&mut z, if j == k { b } else { data }).unwrap();
-                }
-                z.finish().unwrap();
+                write_npz(&path, &members, k, b);
                 fgl_sim::data::loaders::load_npz(&path, "cora").map(|_| ()).map_err(|e| e.to_string())
             },
             names,
@@ -260,20 +289,9 @@ fn musae_csv() {
     let Some(data) = common::data_dir() else { return };
     let tmp = copy(&data, &["lastfm_asia/lastfm_asia_target.csv", "lastfm_asia/lastfm_asia_edges.csv"]);
     let dir = tmp.path().join("lastfm_asia");
-    for file in ["lastfm_asia_target.csv", "lastfm_asia_edges.csv"] {
-        let path = dir.join(file);
-        let original = std::fs::read(&path).unwrap();
-        fuzz(
-            &format!("musae {file}"),
-            &original,
-            |b| {
-                std::fs::write(&path, b).unwrap();
-                fgl_sim::data::loaders::load_musae(&dir, "lastfm_asia", "lastfm").map(|_| ()).map_err(|e| e.to_string())
-            },
-            |e| e.contains("lastfm_asia_"),
-        );
-        std::fs::write(&path, &original).unwrap();
-    }
+    fuzz_files("musae", &dir, &["lastfm_asia_target.csv", "lastfm_asia_edges.csv"], "lastfm_asia_", || {
+        fgl_sim::data::loaders::load_musae(&dir, "lastfm_asia", "lastfm").map(|_| ())
+    });
 }
 
 /// GraphData's npz holds pickled numpy object arrays (a scipy CSR adjacency, the labels):
@@ -283,15 +301,7 @@ fn musae_csv() {
 fn graphdata_npz() {
     let Some(data) = common::data_dir() else { return };
     let src = data.join("graphdata_npz/cora_ml.npz");
-    let mut archive = zip::ZipArchive::new(std::fs::File::open(&src).unwrap()).unwrap();
-    let members: Vec<(String, Vec<u8>)> = (0..archive.len())
-        .map(|i| {
-            let mut f = archive.by_index(i).unwrap();
-            let mut v = Vec::new();
-            std::io::Read::read_to_end(&mut f, &mut v).unwrap();
-            (f.name().to_string(), v)
-        })
-        .collect();
+    let members = npz_members(&src);
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("cora_ml.npz");
     for (k, (member, content)) in members.iter().enumerate() {
@@ -302,13 +312,7 @@ fn graphdata_npz() {
             &format!("graphdata member {member}"),
             content,
             |b| {
-                let mut z = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
-                let opt = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
-                for (j, (name, data)) in members.iter().enumerate() {
-                    z.start_file(name.as_str(), opt).unwrap();
-                    std::io::Write::write_all(&mut z, if j == k { b } else { data }).unwrap();
-                }
-                z.finish().unwrap();
+                write_npz(&path, &members, k, b);
                 fgl_sim::data::loaders::load_graphdata(&path, "cora_ml").map(|_| ()).map_err(|e| e.to_string())
             },
             |e| e.contains("cora_ml.npz"),
@@ -321,20 +325,9 @@ fn node_csv() {
     let Some(data) = common::data_dir() else { return };
     let tmp = copy(&data, &["rgnn_semisynthetic/derived/student_nodes.csv", "rgnn_semisynthetic/derived/student_edges.csv"]);
     let dir = tmp.path().join("rgnn_semisynthetic/derived");
-    for file in ["student_nodes.csv", "student_edges.csv"] {
-        let path = dir.join(file);
-        let original = std::fs::read(&path).unwrap();
-        fuzz(
-            &format!("node csv {file}"),
-            &original,
-            |b| {
-                std::fs::write(&path, b).unwrap();
-                fgl_sim::data::loaders::load_node_csv(&dir, "student", "student").map(|_| ()).map_err(|e| e.to_string())
-            },
-            |e| e.contains("student_"),
-        );
-        std::fs::write(&path, &original).unwrap();
-    }
+    fuzz_files("node csv", &dir, &["student_nodes.csv", "student_edges.csv"], "student_", || {
+        fgl_sim::data::loaders::load_node_csv(&dir, "student", "student").map(|_| ())
+    });
 }
 
 /// The MUSAE features json, on Facebook's first 300 pages (their rows of the target CSV,

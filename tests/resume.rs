@@ -66,19 +66,7 @@ fn interrupted_and_resumed(s: &Scenario, stop_after: usize, every: Option<usize>
 #[test]
 fn every_defense_and_attack_resumes_to_the_uninterrupted_numbers() {
     let base = ["federation.rounds=4", "train.epochs=2", "model.head=true", "train.weight_decay=0"];
-    let mut cases: Vec<(String, Vec<String>)> = Vec::new();
-    for (kind, _) in fgl_sim::defenses::PRESETS {
-        let mut o = vec![format!("defenses=[{kind}]")];
-        match *kind {
-            "rgnn" => o.push("dataset.preprocess={group_columns: 2}".into()),
-            "ldp-features" | "lpgnn" | "solitude" => o.push("dataset.preprocess={minmax: true}".into()),
-            _ => {}
-        }
-        cases.push((format!("defense {kind}"), o));
-    }
-    for (kind, _) in fgl_sim::attacks::PRESETS {
-        cases.push((format!("attack {kind}"), vec![format!("attacks=[{kind}]")]));
-    }
+    let mut cases = common::every_preset();
     let extra: [(&str, &[&str]); 5] = [
         (
             "label-dp in two stages",

@@ -199,19 +199,7 @@ fn cora_sparse_input_is_identical_across_thread_counts() {
 #[test]
 fn every_defense_and_attack_is_identical_at_1_and_4_threads() {
     let base = ["federation.rounds=3", "train.epochs=2", "model.head=true", "train.weight_decay=0"];
-    let mut cases: Vec<(String, Vec<String>)> = Vec::new();
-    for (kind, _) in fgl_sim::defenses::PRESETS {
-        let mut o = vec![format!("defenses=[{kind}]")];
-        match *kind {
-            "rgnn" => o.push("dataset.preprocess={group_columns: 2}".into()),
-            "ldp-features" | "lpgnn" | "solitude" => o.push("dataset.preprocess={minmax: true}".into()),
-            _ => {}
-        }
-        cases.push((format!("defense {kind}"), o));
-    }
-    for (kind, _) in fgl_sim::attacks::PRESETS {
-        cases.push((format!("attack {kind}"), vec![format!("attacks=[{kind}]")]));
-    }
+    let cases = common::every_preset();
     for (what, extra) in cases {
         let o: Vec<&str> = base.iter().copied().chain(extra.iter().map(String::as_str)).collect();
         let s = scenario("scenarios/quickstart.yaml", &o);

@@ -144,3 +144,24 @@ pub fn seven_zip(files: &[(&str, &[u8])], lzma: bool, encoded_header: bool) -> V
     out.extend(header);
     out
 }
+
+/// Every built-in defense and attack preset as (what, `--set` overrides of the
+/// quickstart), adapted only where the preset needs it: discrete features for rgnn,
+/// features in [0, 1] for the multi-bit mechanism (the attacks need a head and a plain
+/// SGD update, which the callers set for all).
+pub fn every_preset() -> Vec<(String, Vec<String>)> {
+    let mut cases = Vec::new();
+    for (kind, _) in fgl_sim::defenses::PRESETS {
+        let mut o = vec![format!("defenses=[{kind}]")];
+        match *kind {
+            "rgnn" => o.push("dataset.preprocess={group_columns: 2}".into()),
+            "ldp-features" | "lpgnn" | "solitude" => o.push("dataset.preprocess={minmax: true}".into()),
+            _ => {}
+        }
+        cases.push((format!("defense {kind}"), o));
+    }
+    for (kind, _) in fgl_sim::attacks::PRESETS {
+        cases.push((format!("attack {kind}"), vec![format!("attacks=[{kind}]")]));
+    }
+    cases
+}
