@@ -320,6 +320,20 @@ fn reproduce_ec_lda_writes_the_shared_csv_contract() {
     }
     let ec = rows.iter().find(|r| r[3] == "gcn" && r[4].starts_with("attack=ec-lda") && r[5] == "cos_sim").unwrap();
     assert!(ec[7].parse::<f64>().unwrap() > 0.95, "{ec:?}");
+    // Every model: every attack (EC-LDA on its compressed round, the baselines on an
+    // ordinary one) infers the labels better than the uniform guess, by both scores.
+    let mean = |model: &str, attack: &str, metric: &str| -> f64 {
+        let r = rows.iter().find(|r| r[3] == model && r[4].starts_with(&format!("attack={attack};")) && r[5] == metric);
+        r.unwrap_or_else(|| panic!("{model} {attack} {metric}: {csv}"))[7].parse().unwrap()
+    };
+    for model in ["gcn", "gat", "sage"] {
+        for attack in ["ec-lda", "lda", "infiltrator", "ilrg", "llg-star"] {
+            assert!(mean(model, attack, "cos_sim") > mean(model, "uniform", "cos_sim"), "{model} {attack}: {csv}");
+            assert!(mean(model, attack, "js_div") < mean(model, "uniform", "js_div"), "{model} {attack}: {csv}");
+        }
+        let accuracy = mean(model, "none", "test_accuracy");
+        assert!(accuracy > 40.0 && accuracy <= 100.0, "{model}: a 4-class synthetic graph is learnt above chance: {accuracy}");
+    }
     assert!(std::fs::read_to_string(out.join("reproduce.md")).unwrap().contains("| 2 | gcn |"));
     // The runs go several at once; one at a time (--threads 1) or three at once gives the same table.
     for threads in ["1", "3"] {
@@ -380,10 +394,20 @@ fn reproduce_ec_lda_defense_part_scores_the_attack_against_both_defenses() {
     let ldp = "eps=1;attack=ec-lda;defense=label-dp;local_epochs=5;clip=0.01";
     let (truth, held) = (value("defense", ldp, "cos_sim"), value("defense-vs-held-labels", ldp, "cos_sim"));
     assert!(held > truth && none > truth, "none {none}, label-dp ε=1 vs truth {truth}, vs held labels {held}");
-    let dp = value("defense", "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01", "test_accuracy");
-    assert!((0.0..=100.0).contains(&dp));
-    let code = value("defense", "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01;calibration=ec-lda-code", "test_accuracy");
-    assert!((0.0..=100.0).contains(&code));
+    // DP-GNN as published, ε = 8, pulls EC-LDA far from its undefended score; the EC-LDA
+    // code's calibration (not DP) leaves the attack stronger than real DP-GNN does, the
+    // paper's claim resting on it; neither private model beats the non-private one.
+    let (dp_gnn, code) = (
+        "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01",
+        "eps=8;attack=ec-lda;defense=dp-gnn;local_epochs=1;clip=0.01;calibration=ec-lda-code",
+    );
+    let (dp_cos, code_cos) = (value("defense", dp_gnn, "cos_sim"), value("defense", code, "cos_sim"));
+    assert!(dp_cos < none - 0.1 && code_cos > dp_cos, "EC-LDA cos-sim: none {none}, dp-gnn {dp_cos}, ec-lda-code {code_cos}");
+    let plain = value("defense", "eps=inf;attack=ec-lda;defense=none;local_epochs=5;clip=0.01", "test_accuracy");
+    for setting in [dp_gnn, code] {
+        let private = value("defense", setting, "test_accuracy");
+        assert!(private < plain, "{setting}: accuracy {private} ≥ the non-private {plain}");
+    }
     let uniform = value("defense", "eps=1;attack=uniform;defense=label-dp;local_epochs=5;clip=0.01", "cos_sim");
     assert!(uniform > 0.0 && uniform < none, "uniform {uniform}, no defense {none}");
     // The checks section states the sanity laws with their numbers.
