@@ -72,6 +72,15 @@ impl DataSize {
         }
     }
 
+    /// The size of `s`'s graph: a synthetic one from its parameters, a dataset loaded
+    /// from `data_dir`.
+    pub fn of_scenario(s: &Scenario, data_dir: Option<&std::path::Path>) -> crate::error::Result<DataSize> {
+        match s.dataset.name.as_str() {
+            "synthetic" => Ok(DataSize::of_synthetic(&s.synthetic())),
+            name => Ok(DataSize::of_dataset(&crate::data::registry::load(name, data_dir, &s.synthetic(), s.seed)?)),
+        }
+    }
+
     pub fn of_dataset(d: &Dataset) -> DataSize {
         let (feature_dim, feature_values, dense) = match &d.features {
             Some(f) => (f.cols() as f64, f.stored() as f64, matches!(f, crate::data::Features::Dense(_))),
@@ -150,7 +159,6 @@ pub fn run_size(s: &Scenario, size: &DataSize, threads: usize) -> RunSize {
         nodes: size.nodes,
         edges: size.edges,
         clients,
-        feature_dim: size.feature_dim,
         row_bytes: match size.dense {
             true => size.feature_dim * 4.0,
             false => size.feature_values / size.nodes.max(1.0) * 8.0,

@@ -49,16 +49,12 @@ impl ResultsDir {
 
     /// Claim `path` to go on with the interrupted run whose checkpoint it holds.
     pub fn claim_checkpointed(path: &Path) -> Result<ResultsDir> {
-        if !path.join(CHECKPOINT_FILE).is_file() {
-            let why = match path.join("metrics.json").is_file() {
-                true => "holds a finished run (metrics.json), nothing to resume",
-                false => "holds no checkpoint (checkpoint.cbor) to resume from",
-            };
-            return Err(Error::output(path, why));
-        }
         let lock = DirLock::acquire(path)?;
         if path.join("metrics.json").is_file() {
             return Err(Error::output(path, "holds a finished run (metrics.json), nothing to resume"));
+        }
+        if !path.join(CHECKPOINT_FILE).is_file() {
+            return Err(Error::output(path, "holds no checkpoint (checkpoint.cbor) to resume from"));
         }
         Ok(ResultsDir { path: path.to_path_buf(), _lock: Arc::new(lock) })
     }

@@ -184,7 +184,7 @@ const CHECKPOINT_FORMAT: u32 = 1;
 /// Read the checkpoint at `path`.
 pub fn read_checkpoint(path: &Path) -> Result<RunCheckpoint> {
     let bytes = std::fs::read(path).map_err(|e| Error::output(path, format!("cannot read the checkpoint: {e}")))?;
-    let c: RunCheckpoint = checkpoint::decode(&bytes, &path.display().to_string()).map_err(|e| Error::output(path, e.to_string()))?;
+    let c: RunCheckpoint = checkpoint::decode(&bytes, "its contents").map_err(|e| Error::output(path, e.to_string()))?;
     if c.format != CHECKPOINT_FORMAT {
         return Err(Error::output(path, format!("checkpoint format {} (this fgl-sim reads {CHECKPOINT_FORMAT})", c.format)));
     }
@@ -303,11 +303,8 @@ pub fn run(scenario: &Scenario, scenario_path: &Path, opts: &RunOptions) -> Resu
     let dir = out_dir(scenario, scenario_path, opts);
     // Refuse before doing any work, so an existing run is never lost.
     let out = ResultsDir::claim(&dir, opts.force)?;
-    let checkpoint = dir.join(CHECKPOINT_FILE);
-    if checkpoint.exists() {
-        // Only `--force` gets here past a checkpoint: start over.
-        std::fs::remove_file(&checkpoint).map_err(|e| Error::output(&checkpoint, format!("cannot remove: {e}")))?;
-    }
+    // Only `--force` gets here past a checkpoint: start over.
+    remove_checkpoint(&dir.join(CHECKPOINT_FILE))?;
     finish_in(&out, scenario, stem, opts)
 }
 
@@ -332,13 +329,18 @@ fn finish_in(out: &ResultsDir, scenario: &Scenario, stem: &str, opts: &RunOption
     for (name, contents) in files.iter() {
         out.write(name, contents.as_bytes())?;
     }
-    if checkpoint.exists() {
-        std::fs::remove_file(&checkpoint).map_err(|e| Error::output(&checkpoint, format!("cannot remove: {e}")))?;
-    }
+    remove_checkpoint(&checkpoint)?;
     if !opts.quiet {
         eprintln!("{}", files.summary);
     }
     Ok(out.path().to_path_buf())
+}
+
+fn remove_checkpoint(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::output(path, format!("cannot remove: {e}"))),
+        _ => Ok(()),
+    }
 }
 
 /// The files of a finished run, in the order they are written.

@@ -123,28 +123,25 @@ fn fuzz_files(target: &str, dir: &Path, files: &[&str], names: &str, load: impl 
     }
 }
 
-/// The members of the npz archive at `path`, in order: (name, bytes).
-fn npz_members(path: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
-    (0..archive.len())
-        .map(|i| {
-            let mut f = archive.by_index(i).unwrap();
-            let mut v = Vec::new();
-            std::io::Read::read_to_end(&mut f, &mut v).unwrap();
-            (f.name().to_string(), v)
-        })
-        .collect()
-}
-
-/// `members` stored again as an npz archive at `path`, member `k` replaced by `mutated`.
-fn write_npz(path: &Path, members: &[(String, Vec<u8>)], k: usize, mutated: &[u8]) {
-    let mut z = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
-    let opt = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
-    for (j, (name, data)) in members.iter().enumerate() {
-        z.start_file(name.as_str(), opt).unwrap();
-        std::io::Write::write_all(&mut z, if j == k { mutated } else { data }).unwrap();
+/// Fuzz each member of the npz archive `src` under 200 kB (the big arrays share their
+/// readers with the smaller ones): mutated, the archive stored again at `path`, loaded
+/// by `load`.
+fn fuzz_npz_members(target: &str, src: &Path, path: &Path, load: impl Fn() -> fgl_sim::Result<()>, names: impl Fn(&str) -> bool) {
+    let members = common::npz_members(src);
+    for (k, (member, content)) in members.iter().enumerate() {
+        if content.len() > 200_000 {
+            continue;
+        }
+        fuzz(
+            &format!("{target} {member}"),
+            content,
+            |b| {
+                common::write_npz(path, &members, k, b);
+                load().map_err(|e| e.to_string())
+            },
+            &names,
+        );
     }
-    z.finish().unwrap();
 }
 
 /// A copy of `files` (paths relative to `from`) in a fresh temporary directory.
@@ -176,21 +173,7 @@ fn npz_archives_and_their_members() {
         names,
     );
     // Mutate one member and store the archive again: the npy parser sees the damage.
-    let members = npz_members(&src);
-    for (k, (member, content)) in members.iter().enumerate() {
-        if content.len() > 200_000 {
-            continue; // the big arrays: their headers are fuzzed in the smaller ones
-        }
-        fuzz(
-            &format!("npz member {member}"),
-            content,
-            |b| {
-                write_npz(&path, &members, k, b);
-                fgl_sim::data::loaders::load_npz(&path, "cora").map(|_| ()).map_err(|e| e.to_string())
-            },
-            names,
-        );
-    }
+    fuzz_npz_members("npz member", &src, &path, || fgl_sim::data::loaders::load_npz(&path, "cora").map(|_| ()), names);
 }
 
 #[test]
@@ -301,23 +284,15 @@ fn musae_csv() {
 fn graphdata_npz() {
     let Some(data) = common::data_dir() else { return };
     let src = data.join("graphdata_npz/cora_ml.npz");
-    let members = npz_members(&src);
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("cora_ml.npz");
-    for (k, (member, content)) in members.iter().enumerate() {
-        if content.len() > 200_000 {
-            continue; // the features: the same reader as the adjacency
-        }
-        fuzz(
-            &format!("graphdata member {member}"),
-            content,
-            |b| {
-                write_npz(&path, &members, k, b);
-                fgl_sim::data::loaders::load_graphdata(&path, "cora_ml").map(|_| ()).map_err(|e| e.to_string())
-            },
-            |e| e.contains("cora_ml.npz"),
-        );
-    }
+    fuzz_npz_members(
+        "graphdata member",
+        &src,
+        &path,
+        || fgl_sim::data::loaders::load_graphdata(&path, "cora_ml").map(|_| ()),
+        |e| e.contains("cora_ml.npz"),
+    );
 }
 
 #[test]

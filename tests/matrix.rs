@@ -317,14 +317,13 @@ fn report_md_body(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("report.md")).unwrap().lines().filter(|l| !l.starts_with("From `")).collect::<Vec<_>>().join("\n")
 }
 
+/// The axes of the emitted-jobs matrices: 2 × 2 cells × 2 seeds = 8 runs.
+const EMITTED_AXES: &str = "attacks: [ec-lda, [lda, uniform]]\ndefenses: [none, {preset: ldp-labels, sweep: {epsilon: [2]}}]\nseeds: 2\n";
+
 #[test]
 fn emitted_jobs_run_elsewhere_and_collect_to_the_direct_report() {
     let tmp = tempfile::tempdir().unwrap();
-    let f = write(
-        tmp.path(),
-        "m.yaml",
-        &format!("{BASE}attacks: [ec-lda, [lda, uniform]]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [2]}}}}]\nseeds: 2\n"),
-    );
+    let f = write(tmp.path(), "m.yaml", &format!("{BASE}{EMITTED_AXES}"));
     let (direct, emitted) = (tmp.path().join("direct"), tmp.path().join("emitted"));
     assert!(matrix_cmd(&f, &direct, &[]).status.success());
     // Tidy: one row per run and attack of the run, each with its own scores.
@@ -484,11 +483,7 @@ fn the_emitted_slurm_array_runs_on_slurm_and_collects_to_the_direct_report() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let f = write(
-        tmp.path(),
-        "m.yaml",
-        &format!("{BASE}attacks: [ec-lda, [lda, uniform]]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [2]}}}}]\nseeds: 2\n"),
-    );
+    let f = write(tmp.path(), "m.yaml", &format!("{BASE}{EMITTED_AXES}"));
     let (direct, emitted) = (tmp.path().join("direct"), tmp.path().join("on slurm 'q'"));
     assert!(matrix_cmd(&f, &direct, &[]).status.success());
     let o = matrix_cmd(&f, &emitted, &["--emit-jobs"]);

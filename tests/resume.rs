@@ -152,6 +152,24 @@ fn a_checkpoint_of_another_scenario_or_a_damaged_one_is_refused() {
     assert!(e.contains("ck.cbor") && e.contains("cannot be read back"), "{e}");
 }
 
+/// `fgl-sim ARGS --checkpoint-every 1`, sent one SIGINT as soon as `saved()` says a
+/// checkpoint is on disk; its output once it has exited.
+fn sigint_once_saved(args: &[String], saved: impl Fn() -> bool) -> std::process::Output {
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fgl-sim"))
+        .args(args)
+        .args(["--checkpoint-every", "1"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !saved() {
+        assert!(start.elapsed().as_secs() < 120, "no checkpoint after 2 minutes");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    child.wait_with_output().unwrap()
+}
+
 /// `fgl-sim run` under a real SIGINT: exit 130 at a round boundary with a checkpoint and
 /// the command that goes on; the plain command then refuses the directory; `--resume`
 /// finishes the run to the uninterrupted numbers and removes the checkpoint.
@@ -166,21 +184,8 @@ fn sigint_stops_a_run_with_a_checkpoint_and_resume_finishes_it() {
             .chain([out.display().to_string()])
             .collect()
     };
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fgl-sim"))
-        .args(args(&stopped))
-        .args(["--checkpoint-every", "1"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     let checkpoint = stopped.join("checkpoint.cbor");
-    let start = std::time::Instant::now();
-    while !checkpoint.exists() {
-        assert!(start.elapsed().as_secs() < 120, "no checkpoint after 2 minutes");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let kill = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(kill.success());
-    let out = child.wait_with_output().unwrap();
+    let out = sigint_once_saved(&args(&stopped), || checkpoint.exists());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("fgl-sim run --resume") && stderr.contains("stopped after round"), "{stderr}");
@@ -228,24 +233,12 @@ fn sigint_stops_a_matrix_and_the_rerun_goes_on_from_the_checkpoints() {
             .map(|s| s.to_string())
             .collect()
     };
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_fgl-sim"))
-        .args(matrix(&stopped))
-        .args(["--checkpoint-every", "1"])
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     let checkpoints = stopped.join("checkpoints");
     let saved = || -> Vec<std::path::PathBuf> {
         let Ok(cells) = std::fs::read_dir(&checkpoints) else { return Vec::new() };
         cells.flatten().flat_map(|c| std::fs::read_dir(c.path()).into_iter().flatten().flatten().map(|e| e.path())).collect()
     };
-    let start = std::time::Instant::now();
-    while saved().iter().all(|p| p.extension().is_none_or(|e| e != "cbor")) {
-        assert!(start.elapsed().as_secs() < 120, "no checkpoint after 2 minutes");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
-    let out = child.wait_with_output().unwrap();
+    let out = sigint_once_saved(&matrix(&stopped), || saved().iter().any(|p| p.extension().is_some_and(|e| e == "cbor")));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("checkpoints") && stderr.contains("run the same command again"), "{stderr}");

@@ -551,12 +551,7 @@ fn parse_memory(text: &str) -> std::result::Result<f64, String> {
 
 /// `run --dry-run`: the estimated peak memory by part and the time, against the limit.
 fn estimate_cmd(scenario: &Scenario, file: &Path, opts: &RunOptions) -> Result<()> {
-    let size = match scenario.dataset.name.as_str() {
-        "synthetic" => crate::estimate::DataSize::of_synthetic(&scenario.synthetic()),
-        name => {
-            crate::estimate::DataSize::of_dataset(&registry::load(name, opts.data_dir.as_deref(), &scenario.synthetic(), scenario.seed)?)
-        }
-    };
+    let size = crate::estimate::DataSize::of_scenario(scenario, opts.data_dir.as_deref())?;
     let threads = opts.threads.unwrap_or_else(crate::backend::available_cores);
     let m = crate::estimate::memory(scenario, &size, threads);
     println!("{}: about {} at the peak (estimate; {threads} thread(s)):", file.display(), crate::estimate::human(m.bytes()));
@@ -565,20 +560,11 @@ fn estimate_cmd(scenario: &Scenario, file: &Path, opts: &RunOptions) -> Result<(
     }
     let seconds = crate::estimate::seconds(scenario, &size);
     println!("time: about {seconds:.1} s on one core (rough: within a factor of ~3)");
-    match opts.max_memory {
-        Some(limit) if m.bytes() > limit => {
-            println!("refused: more than --max-memory {}", crate::estimate::human(limit));
-            Err(Error::param(
-                "--max-memory",
-                format!("the estimate {} exceeds the limit {}", crate::estimate::human(m.bytes()), crate::estimate::human(limit)),
-            ))
-        }
-        Some(limit) => {
-            println!("within --max-memory {}", crate::estimate::human(limit));
-            Ok(())
-        }
-        None => Ok(()),
+    if let Some(limit) = opts.max_memory {
+        run::check_memory(scenario, &size, threads, limit)?;
+        println!("within --max-memory {}", crate::estimate::human(limit));
     }
+    Ok(())
 }
 
 /// An interrupted run's error, with the command that goes on with it.

@@ -31,7 +31,6 @@ pub struct RunSize {
     pub edges: f64,
     /// 1 when centralized.
     pub clients: f64,
-    pub feature_dim: f64,
     /// Bytes of one node's stored features (d·4 dense, 8 per stored value sparse).
     pub row_bytes: f64,
     /// Message-passing layers, and Σ of their output widths (all heads).

@@ -122,12 +122,27 @@ pub struct Outcome {
 /// caller decides what a failure means (the report is written either way). The longest
 /// runs (by the `--dry-run` estimate) start first.
 pub fn run(m: &Matrix, opts: &MatrixOptions) -> Result<Outcome> {
-    let estimate: Vec<u32> = estimates(m, opts).into_iter().map(|t| t.map_or(0, |s| (s * 1e3).min(u32::MAX as f64) as u32)).collect();
-    execute(m, &opts.out_dir(m), opts, &|c| estimate[c])
+    // Each cell's graph size, once: the time estimates order the runs, the memory
+    // estimates check them.
+    let sizes = sizes(m, opts);
+    let estimate: Vec<u32> = estimates(m, &sizes).into_iter().map(|t| t.map_or(0, |s| (s * 1e3).min(u32::MAX as f64) as u32)).collect();
+    execute_sized(m, &opts.out_dir(m), opts, &|c| estimate[c], Some(&sizes))
 }
 
 /// [`run`] into `out`, the runs of cell `c` started in decreasing `cost(c)`.
 pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usize) -> u32 + Sync)) -> Result<Outcome> {
+    execute_sized(m, out, opts, cost, None)
+}
+
+/// [`execute`] with the cells' graph sizes when the caller has them (`None`: found here
+/// if the memory check needs them).
+fn execute_sized(
+    m: &Matrix,
+    out: &Path,
+    opts: &MatrixOptions,
+    cost: &(dyn Fn(usize) -> u32 + Sync),
+    sizes: Option<&[Option<crate::estimate::DataSize>]>,
+) -> Result<Outcome> {
     let out = out.to_path_buf();
     if out.exists() && !out.is_dir() {
         return Err(Error::output(&out, "exists and is not a directory"));
@@ -145,7 +160,15 @@ pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usiz
     // one run at a time on 2 threads; it used to start 2 runs of 1 thread, as `--jobs 2`).
     let threads = jobs * (backend::available_cores() / jobs).max(1);
     if let Some(limit) = opts.max_memory {
-        check_memory(m, opts, &todo, jobs, threads / jobs.min(todo.len()).max(1), limit)?;
+        let found;
+        let sizes = match sizes {
+            Some(s) => s,
+            None => {
+                found = self::sizes(m, opts);
+                &found
+            }
+        };
+        check_memory(m, sizes, &todo, jobs, threads / jobs.min(todo.len()).max(1), limit)?;
     }
     let show = !opts.quiet && std::io::stderr().is_terminal();
     let multi = indicatif::MultiProgress::with_draw_target(if show {
@@ -299,8 +322,14 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
 
 /// Refuse the runs `todo` if the largest `jobs` of them, each on `threads` threads,
 /// would together exceed `limit` bytes by the estimate.
-fn check_memory(m: &Matrix, opts: &MatrixOptions, todo: &[(usize, u64)], jobs: usize, threads: usize, limit: f64) -> Result<()> {
-    let sizes = sizes(m, opts);
+fn check_memory(
+    m: &Matrix,
+    sizes: &[Option<crate::estimate::DataSize>],
+    todo: &[(usize, u64)],
+    jobs: usize,
+    threads: usize,
+    limit: f64,
+) -> Result<()> {
     let mut runs: Vec<(f64, usize)> = todo
         .iter()
         .filter_map(|&(c, _)| sizes[c].map(|size| (crate::estimate::memory(&m.cells[c].scenario, &size, threads).bytes(), c)))
@@ -336,12 +365,7 @@ pub fn sizes(m: &Matrix, opts: &MatrixOptions) -> Vec<Option<crate::estimate::Da
             if let Some((_, size)) = sizes.iter().find(|(k, _)| *k == key) {
                 return *size;
             }
-            let size = match s.dataset.name.as_str() {
-                "synthetic" => Some(crate::estimate::DataSize::of_synthetic(&s.synthetic())),
-                name => crate::data::registry::load(name, opts.data_dir.as_deref(), &s.synthetic(), s.seed)
-                    .ok()
-                    .map(|d| crate::estimate::DataSize::of_dataset(&d)),
-            };
+            let size = crate::estimate::DataSize::of_scenario(s, opts.data_dir.as_deref()).ok();
             sizes.push((key, size));
             size
         })
@@ -349,8 +373,8 @@ pub fn sizes(m: &Matrix, opts: &MatrixOptions) -> Vec<Option<crate::estimate::Da
 }
 
 /// Per cell: the estimated seconds of one run on one core.
-pub fn estimates(m: &Matrix, opts: &MatrixOptions) -> Vec<Option<f64>> {
-    sizes(m, opts).iter().zip(&m.cells).map(|(size, cell)| size.map(|size| crate::estimate::seconds(&cell.scenario, &size))).collect()
+pub fn estimates(m: &Matrix, sizes: &[Option<crate::estimate::DataSize>]) -> Vec<Option<f64>> {
+    sizes.iter().zip(&m.cells).map(|(size, cell)| size.map(|size| crate::estimate::seconds(&cell.scenario, &size))).collect()
 }
 
 #[cfg(test)]

@@ -165,3 +165,27 @@ pub fn every_preset() -> Vec<(String, Vec<String>)> {
     }
     cases
 }
+
+/// The members of the npz archive at `path`, in order: (name, bytes).
+pub fn npz_members(path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut archive = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    (0..archive.len())
+        .map(|i| {
+            let mut f = archive.by_index(i).unwrap();
+            let mut v = Vec::new();
+            std::io::Read::read_to_end(&mut f, &mut v).unwrap();
+            (f.name().to_string(), v)
+        })
+        .collect()
+}
+
+/// `members` stored again as an npz archive at `path`, member `k` replaced by `mutated`.
+pub fn write_npz(path: &std::path::Path, members: &[(String, Vec<u8>)], k: usize, mutated: &[u8]) {
+    let mut z = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    let opt = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (j, (name, data)) in members.iter().enumerate() {
+        z.start_file(name.as_str(), opt).unwrap();
+        std::io::Write::write_all(&mut z, if j == k { mutated } else { data }).unwrap();
+    }
+    z.finish().unwrap();
+}
