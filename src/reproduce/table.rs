@@ -45,10 +45,25 @@ pub struct TableSpec {
     /// Privacy effects to average per run, for the cells whose setting starts with `when`.
     #[serde(default)]
     pub effects: Option<Effects>,
-    /// The known cause of a cell outside tolerance, by the start of its setting (first match).
+    /// The known cause of a cell outside tolerance (the first note that matches it).
     #[serde(default)]
     pub notes: Vec<Note>,
+    /// The datasets the table has cells for, by name, with what differs per dataset;
+    /// none: every dataset, with the cells' `*` entries where they have `by_dataset`.
+    #[serde(default)]
+    pub datasets: BTreeMap<String, DatasetEntry>,
     pub cells: Vec<TableCell>,
+}
+
+/// A dataset of a table: the other names `--dataset` may give it, and Markdown added
+/// below the intro when it runs.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetEntry {
+    #[serde(default)]
+    pub aliases: Vec<String>,
+    #[serde(default)]
+    pub intro: String,
 }
 
 fn default_tolerance() -> f64 {
@@ -65,6 +80,21 @@ pub struct TableCell {
     /// Scenario overrides, as `--set` takes them.
     #[serde(default)]
     pub set: Vec<String>,
+    /// What the cell adds on a dataset (a paper's per-dataset tuned hyper-parameters),
+    /// by the dataset's name in `datasets`; `*`: on any other.
+    #[serde(default)]
+    pub by_dataset: BTreeMap<String, DatasetCell>,
+}
+
+/// A cell's additions on one dataset: `setting` keys (after the cell's) and overrides
+/// (after the cell's).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetCell {
+    #[serde(default)]
+    pub setting: BTreeMap<String, serde_norway::Value>,
+    #[serde(default)]
+    pub set: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -78,11 +108,29 @@ pub struct Effects {
     pub labels: Vec<String>,
 }
 
+/// A known cause: it explains a cell outside tolerance whose setting starts with `when`,
+/// among `cells` and `datasets` (empty: any), and — with `agrees_with` — only when our
+/// mean is within max(its ±, the table's tolerance) of that value (e.g. what the
+/// published code gives today).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Note {
+    #[serde(default)]
     pub when: String,
+    #[serde(default)]
+    pub cells: Vec<String>,
+    #[serde(default)]
+    pub datasets: Vec<String>,
+    #[serde(default)]
+    pub agrees_with: Option<Agrees>,
     pub note: String,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Agrees {
+    pub mean: f64,
+    pub ci95: f64,
 }
 
 /// One row of a published-values CSV: `table,dataset,model,setting,metric,mean,ci95`
@@ -107,19 +155,26 @@ pub struct PaperTable {
     /// The base scenario's text and the name errors give it.
     pub base: (String, String),
     pub published: Vec<Published>,
-    /// The cells' `setting` strings, in cell order.
-    pub settings: Vec<String>,
 }
 
 /// The built-in tables: (paper, table.yaml, published.csv, the base scenario's path and
 /// text; the table file names the same file).
-const BUILTIN: &[(&str, &str, &str, &str, &str)] = &[(
-    "solitude",
-    include_str!("../../scenarios/papers/solitude/table.yaml"),
-    include_str!("../../scenarios/papers/solitude/published.csv"),
-    "scenarios/solitude-cora.yaml",
-    include_str!("../../scenarios/solitude-cora.yaml"),
-)];
+const BUILTIN: &[(&str, &str, &str, &str, &str)] = &[
+    (
+        "solitude",
+        include_str!("../../scenarios/papers/solitude/table.yaml"),
+        include_str!("../../scenarios/papers/solitude/published.csv"),
+        "scenarios/solitude-cora.yaml",
+        include_str!("../../scenarios/solitude-cora.yaml"),
+    ),
+    (
+        "lpgnn",
+        include_str!("../../scenarios/papers/lpgnn/table.yaml"),
+        include_str!("../../scenarios/papers/lpgnn/published.csv"),
+        "scenarios/lpgnn-cora.yaml",
+        include_str!("../../scenarios/lpgnn-cora.yaml"),
+    ),
+];
 
 impl PaperTable {
     /// A built-in paper's table (embedded in the binary).
@@ -156,12 +211,43 @@ impl PaperTable {
         if spec.epochs == 0 || spec.paper_runs == 0 {
             return Err(table_err(file, if spec.epochs == 0 { "epochs" } else { "paper_runs" }, "must be at least 1"));
         }
-        let mut settings = Vec::new();
         for (i, c) in spec.cells.iter().enumerate() {
             if spec.cells[..i].iter().any(|d| d.id == c.id) {
                 return Err(table_err(file, &format!("cells[{i}].id"), format!("`{}` is used twice", c.id)));
             }
-            settings.push(setting_of(&c.setting).map_err(|m| table_err(file, &format!("cells[{i}].setting"), m))?);
+            if let Some(k) = c.by_dataset.keys().find(|k| *k != "*" && !spec.datasets.is_empty() && !spec.datasets.contains_key(*k)) {
+                return Err(table_err(
+                    file,
+                    &format!("cells[{i}].by_dataset.{k}"),
+                    format!("`{k}` is not among the table's datasets ({})", spec.datasets.keys().cloned().collect::<Vec<_>>().join(", ")),
+                ));
+            }
+        }
+        // Every cell on every dataset the table names (or has entries for) builds, and no
+        // two cells share a setting there (reproduce.csv's rows are told apart by it).
+        let mut keys: Vec<Option<&str>> = spec.datasets.keys().map(|k| Some(k.as_str())).collect();
+        if spec.datasets.is_empty() {
+            keys.push(None);
+            keys.extend(spec.cells.iter().flat_map(|c| c.by_dataset.keys()).filter(|k| *k != "*").map(|k| Some(k.as_str())));
+        }
+        for key in keys {
+            let mut seen: Vec<String> = Vec::new();
+            for i in 0..spec.cells.len() {
+                let (_, setting) = cell_on(&spec.cells[i], key).map_err(|(field, m)| table_err(file, &format!("cells[{i}].{field}"), m))?;
+                if let Some(j) = seen.iter().position(|s| *s == setting) {
+                    let on = key.map(|k| format!(" on {k}")).unwrap_or_default();
+                    return Err(table_err(file, &format!("cells[{i}].setting"), format!("`{setting}` is cells[{j}]'s setting too{on}")));
+                }
+                seen.push(setting);
+            }
+        }
+        for (i, n) in spec.notes.iter().enumerate() {
+            if let Some(c) = n.cells.iter().find(|c| !spec.cells.iter().any(|d| d.id == **c)) {
+                return Err(table_err(file, &format!("notes[{i}].cells"), format!("no cell `{c}`")));
+            }
+            if let Some(d) = n.datasets.iter().find(|d| !spec.datasets.is_empty() && !spec.datasets.contains_key(*d)) {
+                return Err(table_err(file, &format!("notes[{i}].datasets"), format!("`{d}` is not among the table's datasets")));
+            }
         }
         if let Some(e) = spec.effects.as_ref().filter(|e| !e.labels.is_empty() && e.labels.len() != e.keys.len()) {
             return Err(table_err(
@@ -172,7 +258,51 @@ impl PaperTable {
         }
         let published_file = spec.published.as_ref().map_or_else(|| file.to_string(), |p| p.display().to_string());
         let published = parse_published(published, &published_file)?;
-        Ok(PaperTable { spec, base, published, settings })
+        Ok(PaperTable { spec, base, published })
+    }
+
+    /// The name `dataset` (as `--dataset` gives it) has among the table's datasets; `None`
+    /// when the table names none (every dataset runs).
+    pub fn dataset_key(&self, dataset: &str) -> Result<Option<&str>> {
+        if self.spec.datasets.is_empty() {
+            return Ok(None);
+        }
+        self.spec
+            .datasets
+            .iter()
+            .find(|(k, e)| *k == dataset || e.aliases.iter().any(|a| a == dataset))
+            .map(|(k, _)| Some(k.as_str()))
+            .ok_or_else(|| {
+                let names: Vec<String> = self
+                    .spec
+                    .datasets
+                    .iter()
+                    .map(|(k, e)| if e.aliases.is_empty() { k.clone() } else { format!("{k} ({})", e.aliases.join(", ")) })
+                    .collect();
+                Error::param("--dataset", format!("`{dataset}`: the {} table has cells for {} only", self.spec.paper, names.join(", ")))
+            })
+    }
+
+    /// The known cause of cell `c` on the dataset named `key` being outside tolerance with
+    /// our mean `mean`: the first note that matches.
+    pub fn note(&self, c: usize, key: Option<&str>, mean: f64) -> Option<&str> {
+        let (id, setting) = (&self.spec.cells[c].id, self.cell(c, key).1);
+        self.spec
+            .notes
+            .iter()
+            .find(|n| {
+                setting.starts_with(&n.when)
+                    && (n.cells.is_empty() || n.cells.contains(id))
+                    && (n.datasets.is_empty() || key.is_some_and(|k| n.datasets.iter().any(|d| d == k)))
+                    && n.agrees_with.is_none_or(|a| (mean - a.mean).abs() <= a.ci95.max(self.spec.tolerance_points))
+            })
+            .map(|n| n.note.as_str())
+    }
+
+    /// Cell `c` on the dataset named `key` (see [`dataset_key`](Self::dataset_key)): its
+    /// overrides and its `setting` string.
+    pub fn cell(&self, c: usize, key: Option<&str>) -> (Vec<String>, String) {
+        cell_on(&self.spec.cells[c], key).expect("checked when the table was loaded")
     }
 
     /// The cell ids, in order.
@@ -193,6 +323,27 @@ impl PaperTable {
             })
             .map(|p| p.value)
     }
+}
+
+/// `cell` on the dataset named `key`: the cell's overrides then its dataset entry's (that
+/// of `key`, else `*`), and the `setting` of both; an error names the field.
+fn cell_on(cell: &TableCell, key: Option<&str>) -> std::result::Result<(Vec<String>, String), (String, String)> {
+    let mut set = cell.set.clone();
+    let mut pairs = cell.setting.clone();
+    if !cell.by_dataset.is_empty() {
+        let (name, entry) = key
+            .and_then(|k| cell.by_dataset.get_key_value(k))
+            .or_else(|| cell.by_dataset.get_key_value("*"))
+            .ok_or_else(|| ("by_dataset".to_string(), format!("no entry for `{}` and no `*`", key.unwrap_or("*"))))?;
+        for (k, v) in &entry.setting {
+            if pairs.insert(k.clone(), v.clone()).is_some() {
+                return Err((format!("by_dataset.{name}.setting"), format!("`{k}` is in the cell's setting already")));
+            }
+        }
+        set.extend(entry.set.iter().cloned());
+    }
+    let setting = setting_of(&pairs).map_err(|m| ("setting".to_string(), m))?;
+    Ok((set, setting))
 }
 
 fn table_err(file: &str, field: &str, msg: impl Into<String>) -> Error {
@@ -272,14 +423,16 @@ fn accuracy(r: &RunMetrics) -> f64 {
 /// returns the results directory.
 pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Option<&Path>, force: bool) -> Result<PathBuf> {
     let spec = &table.spec;
+    let key = table.dataset_key(&opts.dataset)?;
     let chosen = opts.chosen(&table.ids())?;
     let (base, name) = (&table.base.0, format!("reproduce {}", spec.paper));
     let overrides = |c: usize| -> Vec<String> {
         let mut o = vec![format!("dataset.name={}", opts.dataset)];
-        o.extend(spec.cells[c].set.iter().cloned());
+        o.extend(table.cell(c, key).0);
         o.extend(variant.overrides.iter().cloned());
         o
     };
+    let settings: Vec<String> = (0..spec.cells.len()).map(|c| table.cell(c, key).1).collect();
     // The model column: each cell's architecture, from its scenario.
     let models = chosen
         .iter()
@@ -303,7 +456,7 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
         let bases: Vec<(String, Vec<String>)> = chosen.iter().map(|&c| (spec.cells[c].id.clone(), overrides(c))).collect();
         let results = super::seed_runs(&dir, (base, &name), &bases, opts.runs, s, &s.overrides(epochs), &quiet)?;
         for ((&c, model), runs) in chosen.iter().zip(&models).zip(results) {
-            let setting = &table.settings[c];
+            let setting = &settings[c];
             let value = table.published(s.name(), &opts.dataset, model, setting, "test_accuracy").filter(|_| variant.compare);
             for r in &runs {
                 cells.push(s.name(), model, setting, "test_accuracy", accuracy(r), value);
@@ -335,14 +488,17 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
             .replace("{local_epochs}", &epochs.min(10).to_string())
     };
     let mut intro = fill(&spec.intro);
+    if let Some(extra) = key.map(|k| &spec.datasets[k].intro).filter(|t| !t.is_empty()) {
+        write!(intro, "\n{}", fill(extra)).expect("string");
+    }
     if let Some(e) = spec.effects.as_ref().filter(|_| !effects.is_empty()) {
         let header = if e.labels.is_empty() { &e.keys } else { &e.labels }.join(" | ");
         let rule = e.keys.iter().map(|_| "---:").collect::<Vec<_>>().join("|");
         write!(intro, "\n{}\n\n| setting | cell | {header} |\n|---|---|{rule}|\n{effects}", e.title).expect("string");
     }
-    let explain = |c: &Cell, _mean: f64| {
+    let explain = |c: &Cell, mean: f64| {
         super::too_few_runs(c, spec.paper_runs)
-            .or_else(|| spec.notes.iter().find(|n| c.setting.starts_with(&n.when)).map(|n| n.note.clone()))
+            .or_else(|| settings.iter().position(|s| *s == c.setting).and_then(|i| table.note(i, key, mean)).map(String::from))
     };
     let within = |mean: f64, _ci: f64, p: &PaperValue| super::within_points(mean, p, spec.tolerance_points);
     Report {
@@ -388,6 +544,38 @@ mod tests {
         assert!(e.contains("3 fields"), "{e}");
     }
 
+    /// Per-dataset cells: an entry per dataset (or `*`), settings unique on each dataset,
+    /// notes naming real cells and datasets; `--dataset` by name or alias.
+    #[test]
+    fn cells_by_dataset_are_checked_when_the_table_loads() {
+        let table = |yaml: &str| {
+            let spec: TableSpec = serde_norway::from_str(yaml).unwrap();
+            PaperTable::new(spec, "t.yaml", (String::new(), "base.yaml".into()), PUBLISHED_HEADER)
+        };
+        let head = "{paper: p, base: b.yaml, epochs: 1, paper_runs: 1, datasets: {cora: {aliases: [planetoid-cora]}, dblp: {}}, ";
+        let ok = format!(
+            "{head}cells: [{{id: a, setting: {{method: m}}, set: [x=1], by_dataset: {{cora: {{setting: {{kx: 2}}, set: [y=2]}}, '*': {{setting: {{kx: 4}}}}}}}}]}}"
+        );
+        let t = table(&ok).unwrap();
+        assert_eq!(t.cell(0, t.dataset_key("planetoid-cora").unwrap()), (vec!["x=1".into(), "y=2".into()], "method=m;kx=2".into()));
+        assert_eq!(t.cell(0, t.dataset_key("dblp").unwrap()), (vec!["x=1".into()], "method=m;kx=4".into()));
+        let e = t.dataset_key("pubmed").unwrap_err().to_string();
+        assert!(e.contains("`pubmed`: the p table has cells for cora (planetoid-cora), dblp only"), "{e}");
+        let err = |yaml: String| table(&yaml).unwrap_err().to_string();
+        let e = err(format!("{head}cells: [{{id: a, setting: {{method: m}}, by_dataset: {{cora: {{}}}}}}]}}"));
+        assert!(e.contains("cells[0].by_dataset") && e.contains("no entry for `dblp` and no `*`"), "{e}");
+        let e = err(format!("{head}cells: [{{id: a, setting: {{method: m}}, by_dataset: {{citeseer: {{}}, '*': {{}}}}}}]}}"));
+        assert!(e.contains("cells[0].by_dataset.citeseer") && e.contains("not among the table's datasets"), "{e}");
+        let e = err(format!("{head}cells: [{{id: a, setting: {{method: m}}, by_dataset: {{'*': {{setting: {{method: n}}}}}}}}]}}"));
+        assert!(e.contains("by_dataset.*.setting") && e.contains("`method` is in the cell's setting already"), "{e}");
+        let two = "[{id: a, setting: {method: m}, by_dataset: {cora: {setting: {kx: 1}}, '*': {setting: {kx: 2}}}}, \
+                   {id: b, setting: {method: m}, by_dataset: {'*': {setting: {kx: 2}}}}]";
+        let e = err(format!("{head}cells: {two}}}"));
+        assert!(e.contains("cells[1].setting") && e.contains("is cells[0]'s setting too on dblp"), "{e}");
+        let e = err(format!("{head}notes: [{{cells: [z], note: n}}], cells: [{{id: a, setting: {{method: m}}}}]}}"));
+        assert!(e.contains("notes[0].cells") && e.contains("no cell `z`"), "{e}");
+    }
+
     /// The Solitude table as shipped: its cells, their settings and overrides, and the
     /// published values it compares with.
     #[test]
@@ -404,11 +592,12 @@ mod tests {
         assert_eq!(t.spec.cells[c].set, ["defenses=[{kind: solitude, epsilon_x: .inf, epsilon_a: .inf, kx: 4, ky: 2}]"]);
         // The guard's like-for-like row of every private Solitude cell.
         let private = t.ids().iter().position(|&i| i == "solitude-a7").unwrap();
-        assert_eq!(super::super::without_noise(&t.settings[private]), Some(t.settings[c].clone()));
+        let setting = |c: usize| t.cell(c, None).1;
+        assert_eq!(super::super::without_noise(&setting(private)), Some(setting(c)));
         let l = t.ids().iter().position(|&i| i == "lpgnn-a7.5").unwrap();
-        assert_eq!(t.settings[l], "method=lpgnn;eps_x=1;eps_a=7.5;kx=4;ky=2");
+        assert_eq!(setting(l), "method=lpgnn;eps_x=1;eps_a=7.5;kx=4;ky=2");
         assert!(t.spec.cells[l].set[0].starts_with("defenses=[{kind: edge-ldp, epsilon: 7.5}, {kind: lpgnn"));
-        assert_eq!(t.settings[0], "method=base;eps_x=1;eps_a=7;kx=0;ky=0");
+        assert_eq!(setting(0), "method=base;eps_x=1;eps_a=7;kx=0;ky=0");
         let s8 = "method=solitude;eps_x=1;eps_a=8;kx=4;ky=2";
         assert_eq!(
             t.published("centralized", "planetoid-cora", "sage", s8, "test_accuracy"),
