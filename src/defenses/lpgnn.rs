@@ -69,6 +69,8 @@ impl super::DefenseConfig for LpgnnConfig {
     }
 
     fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
+        crate::model::check_kprop_steps(&format!("defense `{name}`: kx"), self.kx)?;
+        crate::model::check_kprop_steps(&format!("defense `{name}`: ky"), self.ky)?;
         let features = LdpFeaturesConfig {
             epsilon: self.epsilon_x,
             mechanism: self.mechanism,

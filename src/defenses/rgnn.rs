@@ -109,6 +109,8 @@ impl super::DefenseConfig for RgnnConfig {
         if self.m == Some(0) {
             return Err(Error::param(field("m"), "must be at least 1 (features reported through GRR per node), got 0"));
         }
+        crate::model::check_kprop_steps(&field("kx"), self.kx)?;
+        crate::model::check_kprop_steps(&field("ky"), self.ky)?;
         if let Some(g) = self.domain_size.filter(|&g| g < 2) {
             return Err(Error::param(field("domain_size"), format!("{g}: generalized RR needs at least 2 values per feature")));
         }

@@ -137,6 +137,8 @@ impl super::DefenseConfig for SolitudeConfig {
             // GAT weighs edges by attention only: A^c would get no task gradient.
             return Err(Error::param("model.arch", "solitude's calibration learns edge weights that GCN and GraphSAGE aggregate with; GAT ignores them (use gcn or sage, or calibrate: false)"));
         }
+        crate::model::check_kprop_steps(&field("kx"), self.kx)?;
+        crate::model::check_kprop_steps(&field("ky"), self.ky)?;
         for (f, v) in [("gamma", self.gamma), ("lambda1", self.lambda1), ("lambda2", self.lambda2)] {
             if !(v.is_finite() && v >= 0.0) {
                 return Err(Error::param(field(f), format!("{v} is not allowed; allowed: a finite weight ≥ 0")));

@@ -111,6 +111,7 @@ impl ModelConfig {
         if self.heads > MAX_HEADS {
             return Err(Error::param("model.heads", format!("{} is not allowed; allowed 1..={MAX_HEADS}", self.heads)));
         }
+        check_kprop_steps("model.kprop_steps", self.kprop_steps)?;
         for (name, p) in [("model.dropout", self.dropout), ("model.attention_dropout", self.attention_dropout)] {
             if !(0.0..1.0).contains(&p) {
                 return Err(Error::param(name, format!("{p} is not allowed; allowed [0, 1)")));
@@ -123,6 +124,22 @@ impl ModelConfig {
 /// The widest hidden layer and the most attention heads a model may have.
 pub const MAX_WIDTH: usize = 1 << 16;
 pub const MAX_HEADS: usize = 256;
+
+/// The most KProp steps (features or labels) anything may ask for: far above the papers'
+/// (LPGNN's and RGNN's tables stop at 16), and each step is a pass over every edge, so
+/// 10⁹ of them ran for ever instead of failing.
+pub const MAX_KPROP_STEPS: usize = 1024;
+
+/// `k` KProp steps asked for by `field`, refused past [`MAX_KPROP_STEPS`].
+pub fn check_kprop_steps(field: &str, k: usize) -> Result<()> {
+    if k > MAX_KPROP_STEPS {
+        return Err(Error::param(
+            field,
+            format!("{k} KProp steps are not allowed; allowed 0..={MAX_KPROP_STEPS} (each step is a pass over every edge)"),
+        ));
+    }
+    Ok(())
+}
 
 /// Hidden widths (YAML `hidden: 16` or `hidden: [512, 64]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
