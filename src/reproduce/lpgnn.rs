@@ -66,11 +66,21 @@ mod tests {
     fn cells_the_code_reproduces_say_so() {
         let t = PaperTable::builtin("lpgnn");
         let c = |id: &str| t.ids().iter().position(|&i| i == id).unwrap();
-        let cora = t.dataset_key("cora").unwrap();
-        assert!(t.note(c("ohd"), cora, 52.7).unwrap().contains("the published code gives 52.2 ± 2.7"));
-        assert!(t.note(c("x0.01"), cora, 69.5).unwrap().contains("71.1 ± 3 today"));
-        assert_eq!(t.note(c("ohd"), cora, 60.0), None, "far from the code too: unexplained");
-        assert_eq!(t.note(c("fc"), cora, 30.0), None, "no code value");
-        assert_eq!(t.note(c("ohd"), t.dataset_key("facebook").unwrap(), 52.7), None, "Cora's code values only");
+        let note = |id: &str, dataset: &str, mean: f64| {
+            let cell = crate::reproduce::Cell {
+                table: "centralized".into(),
+                model: "sage".into(),
+                setting: t.cell(c(id), t.dataset_key(dataset).unwrap()).1,
+                metric: "test_accuracy",
+                values: vec![mean; 10],
+                paper: Some(crate::reproduce::PaperValue { mean: 44.4, ci95: Some(3.5) }),
+            };
+            t.note(&t.spec.notes, c(id), dataset, &cell, mean)
+        };
+        assert!(note("ohd", "cora", 52.7).unwrap().contains("the published code gives 52.2 ± 2.7"));
+        assert!(note("x0.01", "planetoid-cora", 69.5).unwrap().contains("71.1 ± 3 today"));
+        assert_eq!(note("ohd", "cora", 60.0), None, "far from the code too: unexplained");
+        assert_eq!(note("fc", "cora", 30.0), None, "no code value");
+        assert_eq!(note("ohd", "facebook", 52.7), None, "Cora's code values only");
     }
 }

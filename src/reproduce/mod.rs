@@ -123,15 +123,9 @@ impl Setting {
     }
 
     /// Scenario overrides for `epochs` of local training: all of them centralized; over
-    /// 10 Louvain clients, ⌈epochs/10⌉ FedAvg rounds of 10 epochs (fewer if `epochs` <
-    /// 10) with each client's optimizer state kept, the last epoch's model sent.
-    pub fn overrides(self, epochs: usize) -> Vec<String> {
-        self.overrides_with_rounds(epochs, epochs.div_ceil(10))
-    }
-
-    /// [`overrides`](Self::overrides) with `rounds` FedAvg rounds when federated (a table
-    /// whose federated runs need more rounds than ⌈epochs/10⌉ to converge).
-    pub fn overrides_with_rounds(self, epochs: usize, rounds: usize) -> Vec<String> {
+    /// 10 Louvain clients, `rounds` FedAvg rounds of 10 epochs (fewer if `epochs` < 10)
+    /// with each client's optimizer state kept, the last epoch's model sent.
+    pub fn overrides(self, epochs: usize, rounds: usize) -> Vec<String> {
         match self {
             Setting::Centralized => vec![format!("train.epochs={epochs}")],
             Setting::Federated => vec![
@@ -182,11 +176,6 @@ pub fn train_cell(base: &str, name: &str, overrides: &[String], opts: &crate::ru
     let scenario = crate::scenario::Scenario::parse(base, name, overrides)?;
     let prepared = crate::run::prepare(&scenario, opts.data_dir.as_deref())?;
     crate::run::train(&scenario, &prepared, opts)
-}
-
-/// REPRODUCTION.md's "within": |ours − paper| ≤ max(paper ±, 2 points).
-pub fn within_accuracy(mean: f64, _ci: f64, p: &PaperValue) -> bool {
-    within_points(mean, p, 2.0)
 }
 
 /// |ours − paper| ≤ max(paper ±, `points`).

@@ -48,26 +48,44 @@ pub struct TableSpec {
     /// The known cause of a cell outside tolerance (the first note that matches it).
     #[serde(default)]
     pub notes: Vec<Note>,
-    /// The datasets the table has cells for, by name, with what differs per dataset;
-    /// none: every dataset, with the cells' `*` entries where they have `by_dataset`.
+    /// The known cause of a private cell above its own pipeline without noise (the first
+    /// that matches; none: the contract's general note).
+    #[serde(default)]
+    pub above_baseline: Vec<Note>,
+    /// FedAvg rounds (of ≤ 10 local epochs) per 10 epochs in the federated setting: more
+    /// than 1 where the federated pipelines need longer to converge.
+    #[serde(default = "one")]
+    pub federated_rounds_per_10_epochs: usize,
+    /// The datasets the table has cells for, by name, with what differs per dataset; `*`:
+    /// any other. None: every dataset, with the cells' `*` entries where they have
+    /// `by_dataset`.
     #[serde(default)]
     pub datasets: BTreeMap<String, DatasetEntry>,
     pub cells: Vec<TableCell>,
 }
 
-/// A dataset of a table: the other names `--dataset` may give it, and Markdown added
-/// below the intro when it runs.
+/// A dataset of a table: the other names `--dataset` may give it, overrides for every
+/// cell on it (before the cell's own), Markdown added below the intro, and words filled
+/// into the intro (`{key}` → value).
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DatasetEntry {
     #[serde(default)]
     pub aliases: Vec<String>,
     #[serde(default)]
+    pub set: Vec<String>,
+    #[serde(default)]
     pub intro: String,
+    #[serde(default)]
+    pub fill: BTreeMap<String, String>,
 }
 
 fn default_tolerance() -> f64 {
     2.0
+}
+
+fn one() -> usize {
+    1
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -109,9 +127,11 @@ pub struct Effects {
 }
 
 /// A known cause: it explains a cell outside tolerance whose setting starts with `when`,
-/// among `cells` and `datasets` (empty: any), and — with `agrees_with` — only when our
-/// mean is within max(its ±, the table's tolerance) of that value (e.g. what the
-/// published code gives today).
+/// among `cells` and `datasets` (empty: any; a dataset by its table name or as given),
+/// with `agrees_with` only when our mean is within max(its ±, the table's tolerance) of
+/// that value (e.g. what the published code gives today), and with
+/// `paper_inside_interval` only when the paper's value lies inside our 95 % interval
+/// (a noisy cell). `{paper}`, `{mean}`, `{ci}` and `{runs}` in the note are filled in.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Note {
@@ -123,6 +143,8 @@ pub struct Note {
     pub datasets: Vec<String>,
     #[serde(default)]
     pub agrees_with: Option<Agrees>,
+    #[serde(default)]
+    pub paper_inside_interval: bool,
     pub note: String,
 }
 
@@ -173,6 +195,13 @@ const BUILTIN: &[(&str, &str, &str, &str, &str)] = &[
         include_str!("../../scenarios/papers/lpgnn/published.csv"),
         "scenarios/lpgnn-cora.yaml",
         include_str!("../../scenarios/lpgnn-cora.yaml"),
+    ),
+    (
+        "rgnn",
+        include_str!("../../scenarios/papers/rgnn/table.yaml"),
+        include_str!("../../scenarios/papers/rgnn/published.csv"),
+        "scenarios/rgnn-cora.yaml",
+        include_str!("../../scenarios/rgnn-cora.yaml"),
     ),
 ];
 
@@ -241,13 +270,19 @@ impl PaperTable {
                 seen.push(setting);
             }
         }
-        for (i, n) in spec.notes.iter().enumerate() {
-            if let Some(c) = n.cells.iter().find(|c| !spec.cells.iter().any(|d| d.id == **c)) {
-                return Err(table_err(file, &format!("notes[{i}].cells"), format!("no cell `{c}`")));
+        let open = spec.datasets.is_empty() || spec.datasets.contains_key("*");
+        for (list, notes) in [("notes", &spec.notes), ("above_baseline", &spec.above_baseline)] {
+            for (i, n) in notes.iter().enumerate() {
+                if let Some(c) = n.cells.iter().find(|c| !spec.cells.iter().any(|d| d.id == **c)) {
+                    return Err(table_err(file, &format!("{list}[{i}].cells"), format!("no cell `{c}`")));
+                }
+                if let Some(d) = n.datasets.iter().find(|d| !open && !spec.datasets.contains_key(*d)) {
+                    return Err(table_err(file, &format!("{list}[{i}].datasets"), format!("`{d}` is not among the table's datasets")));
+                }
             }
-            if let Some(d) = n.datasets.iter().find(|d| !spec.datasets.is_empty() && !spec.datasets.contains_key(*d)) {
-                return Err(table_err(file, &format!("notes[{i}].datasets"), format!("`{d}` is not among the table's datasets")));
-            }
+        }
+        if spec.federated_rounds_per_10_epochs == 0 {
+            return Err(table_err(file, "federated_rounds_per_10_epochs", "must be at least 1"));
         }
         if let Some(e) = spec.effects.as_ref().filter(|e| !e.labels.is_empty() && e.labels.len() != e.keys.len()) {
             return Err(table_err(
@@ -271,6 +306,7 @@ impl PaperTable {
             .datasets
             .iter()
             .find(|(k, e)| *k == dataset || e.aliases.iter().any(|a| a == dataset))
+            .or_else(|| self.spec.datasets.get_key_value("*"))
             .map(|(k, _)| Some(k.as_str()))
             .ok_or_else(|| {
                 let names: Vec<String> = self
@@ -283,20 +319,28 @@ impl PaperTable {
             })
     }
 
-    /// The known cause of cell `c` on the dataset named `key` being outside tolerance with
-    /// our mean `mean`: the first note that matches.
-    pub fn note(&self, c: usize, key: Option<&str>, mean: f64) -> Option<&str> {
+    /// The first of `notes` that explains `cell` (table cell `c`) on `dataset` with our
+    /// mean `mean`, filled in.
+    pub fn note(&self, notes: &[Note], c: usize, dataset: &str, cell: &Cell, mean: f64) -> Option<String> {
+        let key = self.dataset_key(dataset).ok().flatten();
         let (id, setting) = (&self.spec.cells[c].id, self.cell(c, key).1);
-        self.spec
-            .notes
+        let (_, ci) = super::mean_ci95(&cell.values);
+        notes
             .iter()
             .find(|n| {
                 setting.starts_with(&n.when)
                     && (n.cells.is_empty() || n.cells.contains(id))
-                    && (n.datasets.is_empty() || key.is_some_and(|k| n.datasets.iter().any(|d| d == k)))
+                    && (n.datasets.is_empty() || n.datasets.iter().any(|d| d == dataset || Some(d.as_str()) == key))
                     && n.agrees_with.is_none_or(|a| (mean - a.mean).abs() <= a.ci95.max(self.spec.tolerance_points))
+                    && (!n.paper_inside_interval || cell.paper.is_some_and(|p| (p.mean - mean).abs() <= ci))
             })
-            .map(|n| n.note.as_str())
+            .map(|n| {
+                n.note
+                    .replace("{paper}", &cell.paper.map(|p| p.mean.to_string()).unwrap_or_default())
+                    .replace("{mean}", &format!("{mean:.1}"))
+                    .replace("{ci}", &format!("{ci:.1}"))
+                    .replace("{runs}", &cell.values.len().to_string())
+            })
     }
 
     /// Cell `c` on the dataset named `key` (see [`dataset_key`](Self::dataset_key)): its
@@ -426,8 +470,10 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
     let key = table.dataset_key(&opts.dataset)?;
     let chosen = opts.chosen(&table.ids())?;
     let (base, name) = (&table.base.0, format!("reproduce {}", spec.paper));
+    let entry = key.map(|k| &spec.datasets[k]);
     let overrides = |c: usize| -> Vec<String> {
         let mut o = vec![format!("dataset.name={}", opts.dataset)];
+        o.extend(entry.iter().flat_map(|e| e.set.iter().cloned()));
         o.extend(table.cell(c, key).0);
         o.extend(variant.overrides.iter().cloned());
         o
@@ -439,14 +485,22 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
         .map(|&c| Ok(yaml_name(&Scenario::parse(base, &table.base.1, &overrides(c))?.model.arch)))
         .collect::<Result<Vec<String>>>()?;
     // Fail on a dataset that cannot be loaded or a cell that cannot run (a memory guard)
-    // before claiming the results directory: the first chosen cell at 1 epoch.
-    let mut probe = overrides(chosen[0]);
-    probe.push("train.epochs=1".into());
-    super::train_cell(base, &name, &probe, &RunOptions { quiet: true, ..opts.run.clone() })?;
+    // before claiming the results directory: the first chosen cell of each method at 1 epoch.
+    let mut methods = Vec::new();
+    for &c in &chosen {
+        let method = settings[c].split(';').find(|kv| kv.starts_with("method=")).map(String::from);
+        if !methods.contains(&method) {
+            methods.push(method);
+            let mut probe = overrides(c);
+            probe.push("train.epochs=1".into());
+            super::train_cell(base, &name, &probe, &RunOptions { quiet: true, ..opts.run.clone() })?;
+        }
+    }
     let stem = format!("reproduce-{}-{}{}", spec.paper, opts.dataset, variant.stem_suffix);
     let (dir, results_dir) = super::claim(out, &stem, force)?;
 
     let epochs = opts.epochs.unwrap_or(spec.epochs);
+    let rounds = spec.federated_rounds_per_10_epochs * epochs.div_ceil(10);
     let quiet = RunOptions { quiet: true, ..opts.run.clone() };
     let mut cells = Cells::default();
     let mut timings = Vec::new();
@@ -454,7 +508,7 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
     for &s in &opts.settings {
         let t = Instant::now();
         let bases: Vec<(String, Vec<String>)> = chosen.iter().map(|&c| (spec.cells[c].id.clone(), overrides(c))).collect();
-        let results = super::seed_runs(&dir, (base, &name), &bases, opts.runs, s, &s.overrides(epochs), &quiet)?;
+        let results = super::seed_runs(&dir, (base, &name), &bases, opts.runs, s, &s.overrides(epochs, rounds), &quiet)?;
         for ((&c, model), runs) in chosen.iter().zip(&models).zip(results) {
             let setting = &settings[c];
             let value = table.published(s.name(), &opts.dataset, model, setting, "test_accuracy").filter(|_| variant.compare);
@@ -478,14 +532,16 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
         timings.push((s.name().to_string(), t.elapsed().as_secs_f64()));
     }
     let fill = |text: &str| {
-        text.replace("{dataset}", &opts.dataset)
+        let text = text
+            .replace("{dataset}", &opts.dataset)
             .replace("{variant}", &variant.title)
             .replace("{MODEL}", &models[0].to_uppercase())
             .replace("{runs}", &opts.runs.to_string())
             .replace("{last_seed}", &(opts.runs - 1).to_string())
             .replace("{epochs}", &epochs.to_string())
-            .replace("{rounds}", &epochs.div_ceil(10).to_string())
-            .replace("{local_epochs}", &epochs.min(10).to_string())
+            .replace("{rounds}", &rounds.to_string())
+            .replace("{local_epochs}", &epochs.min(10).to_string());
+        entry.iter().flat_map(|e| &e.fill).fold(text, |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
     };
     let mut intro = fill(&spec.intro);
     if let Some(extra) = key.map(|k| &spec.datasets[k].intro).filter(|t| !t.is_empty()) {
@@ -496,9 +552,13 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
         let rule = e.keys.iter().map(|_| "---:").collect::<Vec<_>>().join("|");
         write!(intro, "\n{}\n\n| setting | cell | {header} |\n|---|---|{rule}|\n{effects}", e.title).expect("string");
     }
+    let index = |c: &Cell| settings.iter().position(|s| *s == c.setting);
     let explain = |c: &Cell, mean: f64| {
-        super::too_few_runs(c, spec.paper_runs)
-            .or_else(|| settings.iter().position(|s| *s == c.setting).and_then(|i| table.note(i, key, mean)).map(String::from))
+        super::too_few_runs(c, spec.paper_runs).or_else(|| index(c).and_then(|i| table.note(&spec.notes, i, &opts.dataset, c, mean)))
+    };
+    let above_baseline = |c: &Cell| {
+        let mean = super::mean_ci95(&c.values).0;
+        index(c).and_then(|i| table.note(&spec.above_baseline, i, &opts.dataset, c, mean))
     };
     let within = |mean: f64, _ci: f64, p: &PaperValue| super::within_points(mean, p, spec.tolerance_points);
     Report {
@@ -508,7 +568,7 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
         intro,
         within: &within,
         explain: &explain,
-        above_baseline: &|_| None,
+        above_baseline: &above_baseline,
         timings,
     }
     .write(&results_dir)?;
