@@ -15,6 +15,7 @@ use crate::backend::Backend;
 use crate::data::registry;
 use crate::error::{Error, Result};
 use crate::partition::{Method, PartitionConfig};
+use crate::reproduce::table::{PaperTable, Variant};
 use crate::run::{self, RunOptions};
 use crate::scenario::{Scenario, yaml_name};
 
@@ -232,98 +233,71 @@ enum Paper {
     },
     /// LPGNN (Sajadmanesh & Gatica-Perez, CCS 2021): REPRODUCTION.md's table (feature and label LDP, Drop, FC, CE,
     /// rnd/ohd features), centralized as the paper and federated over 10 Louvain clients.
+    #[command(mut_arg("dataset", |a| a.help("cora (= planetoid-cora, the default), pubmed, facebook or lastfm: the datasets LPGNN's tuned hyper-parameters cover")))]
+    #[command(mut_arg("runs", |a| a.help("Runs (seeds) per cell (default: the paper's 10)")))]
+    #[command(mut_arg("cells", |a| a.help("Only these cells (repeatable; default all): non-private, x1, x0.01, x1-y1, x1-y2, x1-y0.5, ce, fc, rnd, ohd (REPRODUCTION.md's), one, 1bm, lpm, agm (no Cora value given)")))]
+    #[command(mut_arg("epochs", |a| a.help("Epochs instead of 500 (a quick look; not the paper's setting)")))]
     Lpgnn {
-        /// cora (= planetoid-cora), pubmed, facebook or lastfm: the datasets LPGNN's tuned hyper-parameters cover.
-        #[arg(long, default_value = "planetoid-cora")]
-        dataset: String,
-        /// Runs (seeds) per cell (the paper: 10).
-        #[arg(long, default_value_t = 10)]
-        runs: usize,
-        /// Settings to run (repeatable; default both).
-        #[arg(long = "setting", value_enum)]
-        settings: Vec<crate::reproduce::Setting>,
-        /// Only these cells (repeatable; default all): non-private, x1, x0.01, x1-y1, x1-y2, x1-y0.5, ce, fc, rnd, ohd
-        /// (REPRODUCTION.md's), one, 1bm, lpm, agm (no Cora value given).
-        #[arg(long = "cell")]
-        cells: Vec<String>,
-        /// Epochs instead of 500 (a quick look; not the paper's setting).
-        #[arg(long)]
-        epochs: Option<usize>,
         #[command(flatten)]
-        common: ReproduceArgs,
+        table: TableArgs,
     },
     /// RGNN (Bhaila et al.): REPRODUCTION.md's table (RGNN, LPGNN and GraphSAGE on the perturbed data at ε_x = 1,
     /// ε_y ∈ {3, 2, 1, 0.5}, and non-private), centralized as the paper and federated over 10 Louvain clients.
+    #[command(mut_arg("dataset", |a| a.help("Any dataset with features, e.g. cora, citeseer, dblp, facebook, german, student (the paper's; default planetoid-cora)")))]
+    #[command(mut_arg("runs", |a| a.help("Runs (seeds) per cell (default: the paper's 5)")))]
+    #[command(mut_arg("cells", |a| a.help("Only these cells (repeatable; default all): non-private, rgnn-y3 … rgnn-y0.5, lpgnn-y3 …, perturbed-y3 …")))]
+    #[command(mut_arg("epochs", |a| a.help("Epochs instead of 100 (a quick look; not the paper's setting)")))]
     Rgnn {
-        /// Any dataset with features, e.g. cora, citeseer, dblp, facebook, german, student (the paper's).
-        #[arg(long, default_value = "planetoid-cora")]
-        dataset: String,
-        /// Runs (seeds) per cell (the paper: 5).
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
-        /// Settings to run (repeatable; default both).
-        #[arg(long = "setting", value_enum)]
-        settings: Vec<crate::reproduce::Setting>,
-        /// Only these cells (repeatable; default all): non-private, rgnn-y3 … rgnn-y0.5, lpgnn-y3 …, perturbed-y3 ….
-        #[arg(long = "cell")]
-        cells: Vec<String>,
-        /// Epochs instead of 100 (a quick look; not the paper's setting).
-        #[arg(long)]
-        epochs: Option<usize>,
         #[command(flatten)]
-        common: ReproduceArgs,
+        table: TableArgs,
     },
     /// Solitude (Lin et al., IEEE TIFS 2022): REPRODUCTION.md's table (base / LPGNN / Solitude at ε_a ∈ {7, 7.5, 8},
     /// ε_x = 1), centralized as the paper and federated over 10 Louvain clients; with what calibration removed.
+    #[command(mut_arg("dataset", |a| a.help("Any dataset with features, e.g. cora, citeseer (the paper's; default planetoid-cora)")))]
+    #[command(mut_arg("runs", |a| a.help("Runs (seeds) per cell (default: the paper's 5)")))]
+    #[command(mut_arg("cells", |a| a.help("Only these cells (repeatable; default all): base-a7, base-a7.5, base-a8, lpgnn-a7 …, solitude-a7 …")))]
+    #[command(mut_arg("epochs", |a| a.help("Epochs instead of 500 (a quick look; not the paper's setting)")))]
     Solitude {
-        /// Any dataset with features, e.g. cora, citeseer (the paper's).
-        #[arg(long, default_value = "planetoid-cora")]
-        dataset: String,
         /// The backbone (the paper's table: sage).
         #[arg(long, value_enum, default_value = "sage")]
         model: crate::reproduce::solitude::Backbone,
         /// Keep only the dataset's largest connected component (`dataset.preprocess.lcc`).
         #[arg(long)]
         lcc: bool,
-        /// Runs (seeds) per cell (the paper: 5).
-        #[arg(long, default_value_t = 5)]
-        runs: usize,
-        /// Settings to run (repeatable; default both).
-        #[arg(long = "setting", value_enum)]
-        settings: Vec<crate::reproduce::Setting>,
-        /// Only these cells (repeatable; default all): base-a7, base-a7.5, base-a8, lpgnn-a7 …, solitude-a7 ….
-        #[arg(long = "cell")]
-        cells: Vec<String>,
-        /// Epochs instead of 500 (a quick look; not the paper's setting).
-        #[arg(long)]
-        epochs: Option<usize>,
         #[command(flatten)]
-        common: ReproduceArgs,
+        table: TableArgs,
     },
     /// A paper table of your own, as data: a table file (a base scenario, cells of `--set` overrides with their
     /// `setting`, the paper's protocol) and a CSV of the published values beside it; the built-in
-    /// scenarios/papers/solitude/ is the example. Writes reproduce.csv / reproduce.md under the same contract.
+    /// scenarios/papers/{lpgnn,rgnn,solitude}/ are the examples. Writes reproduce.csv / reproduce.md under the same contract.
     Table {
         /// The table file (YAML).
         file: PathBuf,
-        /// The dataset every cell runs on (default: the base scenario's).
-        #[arg(long)]
-        dataset: Option<String>,
-        /// Runs (seeds) per cell (default: the table's `paper_runs`).
-        #[arg(long)]
-        runs: Option<usize>,
-        /// Settings to run (repeatable; default both).
-        #[arg(long = "setting", value_enum)]
-        settings: Vec<crate::reproduce::Setting>,
-        /// Only these cells (repeatable; default all), by their `id`.
-        #[arg(long = "cell")]
-        cells: Vec<String>,
-        /// Epochs instead of the table's (a quick look; not the paper's setting).
-        #[arg(long)]
-        epochs: Option<usize>,
         #[command(flatten)]
-        common: ReproduceArgs,
+        table: TableArgs,
     },
+}
+
+/// What every paper table's `reproduce` command takes (a paper's own help says more).
+#[derive(Args, Debug)]
+struct TableArgs {
+    /// The dataset every cell runs on (default: the base scenario's).
+    #[arg(long)]
+    dataset: Option<String>,
+    /// Runs (seeds) per cell (default: the table's `paper_runs`).
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Settings to run (repeatable; default both).
+    #[arg(long = "setting", value_enum)]
+    settings: Vec<crate::reproduce::Setting>,
+    /// Only these cells (repeatable; default all), by their `id`.
+    #[arg(long = "cell")]
+    cells: Vec<String>,
+    /// Epochs instead of the table's (a quick look; not the paper's setting).
+    #[arg(long)]
+    epochs: Option<usize>,
+    #[command(flatten)]
+    common: ReproduceArgs,
 }
 
 /// The completion script for `shell`. clap_complete's bash script names a subcommand's
@@ -340,17 +314,22 @@ fn completions(shell: clap_complete::Shell) -> String {
     }
 }
 
-/// A paper's table runner: (options, data directory, force) → the results directory.
-type TableRunner<'a> = dyn Fn(&crate::reproduce::TableOptions, Option<&std::path::Path>, bool) -> Result<PathBuf> + 'a;
-
-/// Run a table reproduction (both settings unless some are named) and print its table.
-fn reproduce_table(run: &TableRunner<'_>, mut opts: crate::reproduce::TableOptions, common: &ReproduceArgs) -> Result<()> {
+/// Run a paper's table as `args` ask (both settings unless some are named; the base
+/// scenario's dataset and the paper's runs unless given) and print it.
+fn reproduce_table(table: &PaperTable, args: TableArgs, variant: &Variant) -> Result<()> {
     use crate::reproduce::Setting;
-    if opts.settings.is_empty() {
-        opts.settings = vec![Setting::Centralized, Setting::Federated];
+    let TableArgs { dataset, runs, mut settings, cells, epochs, common } = args;
+    if settings.is_empty() {
+        settings = vec![Setting::Centralized, Setting::Federated];
     }
+    let dataset = match dataset {
+        Some(d) => d,
+        None => crate::scenario::Scenario::parse(&table.base.0, &table.base.1, &[])?.dataset.name,
+    };
+    let runs = runs.unwrap_or(table.spec.paper_runs);
+    let opts = crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() };
     let t = std::time::Instant::now();
-    let dir = run(&opts, common.out.as_deref(), common.force || common.resume)?;
+    let dir = crate::reproduce::table::run(table, &opts, variant, common.out.as_deref(), common.force || common.resume)?;
     print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
     println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
     Ok(())
@@ -687,35 +666,13 @@ fn dispatch(command: Command) -> Result<()> {
             println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
             Ok(())
         }
-        Command::Reproduce { paper: Paper::Lpgnn { dataset, runs, settings, cells, epochs, common } } => reproduce_table(
-            &crate::reproduce::lpgnn::lpgnn,
-            crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() },
-            &common,
-        ),
-        Command::Reproduce { paper: Paper::Rgnn { dataset, runs, settings, cells, epochs, common } } => reproduce_table(
-            &crate::reproduce::rgnn::rgnn,
-            crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() },
-            &common,
-        ),
-        Command::Reproduce { paper: Paper::Solitude { dataset, model, lcc, runs, settings, cells, epochs, common } } => reproduce_table(
-            &|o, out, force| crate::reproduce::solitude::solitude(o, model, lcc, out, force),
-            crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() },
-            &common,
-        ),
-        Command::Reproduce { paper: Paper::Table { file, dataset, runs, settings, cells, epochs, common } } => {
-            use crate::reproduce::table::{self, PaperTable, Variant};
-            let t = PaperTable::load(&file)?;
-            let dataset = match dataset {
-                Some(d) => d,
-                None => crate::scenario::Scenario::parse(&t.base.0, &t.base.1, &[])?.dataset.name,
-            };
-            let runs = runs.unwrap_or(t.spec.paper_runs);
-            let variant = Variant { compare: true, ..Variant::default() };
-            reproduce_table(
-                &|o, out, force| table::run(&t, o, &variant, out, force),
-                crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() },
-                &common,
-            )
+        Command::Reproduce { paper: Paper::Lpgnn { table } } => reproduce_table(&PaperTable::builtin("lpgnn"), table, &Variant::compare()),
+        Command::Reproduce { paper: Paper::Rgnn { table } } => reproduce_table(&PaperTable::builtin("rgnn"), table, &Variant::compare()),
+        Command::Reproduce { paper: Paper::Solitude { model, lcc, table } } => {
+            reproduce_table(&PaperTable::builtin("solitude"), table, &crate::reproduce::solitude::variant(model, lcc))
+        }
+        Command::Reproduce { paper: Paper::Table { file, table } } => {
+            reproduce_table(&PaperTable::load(&file)?, table, &Variant::compare())
         }
         Command::Privacy { action } => privacy::privacy_cmd(action).map_err(|e| match e {
             // The parameters are named after the flags.

@@ -3,7 +3,7 @@
 //! (the cells over `scenarios/lpgnn-cora.yaml`, with each dataset's tuned lr / weight
 //! decay / dropout and Kx / Ky from the code's `hparams` tables, and the notes on what
 //! the published code gives today) and `published.csv` (REPRODUCTION.md's Cora values)
-//! — run by [`super::table`].
+//! — run by [`super::table`]; this file tests the data.
 //!
 //! Two settings on the same cells: `centralized` (the paper: one client holds the
 //! graph) and `federated` (10 Louvain clients, each perturbing its own nodes and
@@ -11,21 +11,9 @@
 //! state kept per client, the last round's global model scored), so the cost of
 //! federation under LDP is read off the same table.
 
-use std::path::{Path, PathBuf};
-
-use super::TableOptions;
-use super::table::{self, PaperTable, Variant};
-use crate::error::Result;
-
-/// Run the LPGNN reproduction and write `reproduce.md` / `reproduce.csv`; returns the
-/// results directory.
-pub fn lpgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<PathBuf> {
-    table::run(&PaperTable::builtin("lpgnn"), opts, &Variant { compare: true, ..Variant::default() }, out, force)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::reproduce::table::PaperTable;
 
     /// The tuned hyper-parameters of the published code's `hparams` tables, read off the
     /// table file (REFERENCE §1.1): lwd.csv reads every finite ε as its ε = 1 row.

@@ -5,24 +5,12 @@
 //! code's trainer as `variant=as-published`, and the non-private model; the feature
 //! grouping per dataset; 5 FedAvg rounds per 10 epochs when federated; the known causes
 //! of misses) and `published.csv` (REPRODUCTION.md's Cora values) — run by
-//! [`super::table`].
-
-use std::path::{Path, PathBuf};
-
-use super::TableOptions;
-use super::table::{self, PaperTable, Variant};
-use crate::error::Result;
-
-/// Run the RGNN reproduction and write `reproduce.md` / `reproduce.csv`; returns the
-/// results directory.
-pub fn rgnn(opts: &TableOptions, out: Option<&Path>, force: bool) -> Result<PathBuf> {
-    table::run(&PaperTable::builtin("rgnn"), opts, &Variant { compare: true, ..Variant::default() }, out, force)
-}
+//! [`super::table`]; this file tests the data.
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::reproduce::PaperValue;
+    use crate::reproduce::table::PaperTable;
 
     /// The table as shipped: its cells in order, their settings and defenses, the grouping
     /// per dataset and the published values.

@@ -5,11 +5,7 @@
 //! file adds only what the command's own flags change: the backbone and the largest
 //! connected component.
 
-use std::path::{Path, PathBuf};
-
-use super::TableOptions;
-use super::table::{self, PaperTable, Variant};
-use crate::error::Result;
+use super::table::Variant;
 
 /// The GNN the table trains (the paper's table: GraphSAGE; GAT ignores the learned
 /// edge weights, so calibration refuses it).
@@ -28,14 +24,13 @@ impl Backbone {
     }
 }
 
-/// Run the Solitude reproduction and write `reproduce.md` / `reproduce.csv`; returns the
-/// results directory. The paper's values are for the whole graph: `lcc` runs without them.
-pub fn solitude(opts: &TableOptions, model: Backbone, lcc: bool, out: Option<&Path>, force: bool) -> Result<PathBuf> {
-    let variant = Variant {
+/// What the command's flags change in the table: the backbone, and the largest connected
+/// component (the paper's values are for the whole graph: `lcc` runs without them).
+pub fn variant(model: Backbone, lcc: bool) -> Variant {
+    Variant {
         overrides: vec![format!("model.arch={}", model.name()), format!("dataset.preprocess={{minmax: true, lcc: {lcc}}}")],
         stem_suffix: format!("{}{}", if lcc { "-lcc" } else { "" }, if model == Backbone::Sage { "" } else { "-gcn" }),
         title: if lcc { " (largest connected component)".into() } else { String::new() },
         compare: !lcc,
-    };
-    table::run(&PaperTable::builtin("solitude"), opts, &variant, out, force)
+    }
 }

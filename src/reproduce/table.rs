@@ -458,6 +458,13 @@ pub struct Variant {
     pub compare: bool,
 }
 
+impl Variant {
+    /// The table as it is, compared with the published values.
+    pub fn compare() -> Variant {
+        Variant { compare: true, ..Variant::default() }
+    }
+}
+
 /// Test accuracy in %.
 fn accuracy(r: &RunMetrics) -> f64 {
     100.0 * r.test_accuracy
