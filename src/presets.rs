@@ -163,10 +163,18 @@ fn unknown(kind: Kind, name: &str) -> String {
     )
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Entries typed on this thread (tests count parses with it).
+    pub static TYPED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// One entry (name, path or map) → (name, typed spec). `base` is the directory that
 /// relative paths start from (`None`: not allowed, as when no file is involved).
 /// Errors are (path inside the entry, message).
 fn typed<S: PresetSpec>(entry: serde_norway::Value, base: Option<&Path>) -> std::result::Result<(String, S), (String, String)> {
+    #[cfg(test)]
+    TYPED.with(|t| t.set(t.get() + 1));
     let (default_name, origin, mut map) = match entry {
         serde_norway::Value::String(s) if s.ends_with(".yaml") || s.ends_with(".yml") => {
             let Some(base) = base else {
@@ -205,25 +213,57 @@ fn typed<S: PresetSpec>(entry: serde_norway::Value, base: Option<&Path>) -> std:
     Ok((name, spec))
 }
 
-/// Resolve the entries of `root[kind.field()]` in place into maps of `name` + spec, so
-/// that the typed scenario sees only resolved entries. Errors are (field path, message).
-pub fn resolve_entries<S: PresetSpec>(root: &mut serde_norway::Value, base: Option<&Path>) -> std::result::Result<(), (String, String)> {
+/// The entries of `root[kind.field()]` resolved and typed (`None` when the field is
+/// absent). Errors are (field path, message).
+fn resolve_list<S: PresetSpec>(
+    root: &serde_norway::Value,
+    base: Option<&Path>,
+) -> std::result::Result<Option<Vec<Named<S>>>, (String, String)> {
     let field = S::KIND.field();
-    let Some(entries) = root.as_mapping_mut().and_then(|m| m.get_mut(field)) else { return Ok(()) };
+    let Some(entries) = root.as_mapping().and_then(|m| m.get(field)) else { return Ok(None) };
     let serde_norway::Value::Sequence(list) = entries else {
         return Err((field.into(), "expected a list of presets, e.g. [none] or [ldp-labels, my-defense.yaml]".into()));
     };
-    let mut names: Vec<String> = Vec::new();
-    for (i, entry) in list.iter_mut().enumerate() {
+    let mut out: Vec<Named<S>> = Vec::new();
+    for (i, entry) in list.iter().enumerate() {
         let at = |sub: &str| if sub.is_empty() { format!("{field}[{i}]") } else { format!("{field}[{i}].{sub}") };
         let (name, spec) = typed::<S>(entry.clone(), base).map_err(|(sub, msg)| (at(&sub), msg))?;
-        if names.contains(&name) {
+        if out.iter().any(|n| n.name == name) {
             return Err((at(""), format!("the name `{name}` is used twice; give one entry a `name:`")));
         }
-        names.push(name.clone());
-        *entry = serde_norway::to_value(Named { name, spec }).map_err(|e| (at(""), e.to_string()))?;
+        out.push(Named { name, spec });
+    }
+    Ok(Some(out))
+}
+
+/// Resolve the entries of `root[kind.field()]` in place into maps of `name` + spec (the
+/// matrix edits them as YAML before each cell's scenario types them). Errors are
+/// (field path, message).
+pub fn resolve_entries<S: PresetSpec>(root: &mut serde_norway::Value, base: Option<&Path>) -> std::result::Result<(), (String, String)> {
+    let field = S::KIND.field();
+    if let Some(list) = resolve_list::<S>(root, base)? {
+        let values = list
+            .into_iter()
+            .map(serde_norway::to_value)
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| (field.into(), e.to_string()))?;
+        root[field] = serde_norway::Value::Sequence(values);
     }
     Ok(())
+}
+
+/// Resolve and type the entries of `root[kind.field()]` and leave an empty list in their
+/// place, so that deserialising the rest does not type them a second time. `None` when
+/// the field is absent. Errors are (field path, message).
+pub fn take_entries<S: PresetSpec>(
+    root: &mut serde_norway::Value,
+    base: Option<&Path>,
+) -> std::result::Result<Option<Vec<Named<S>>>, (String, String)> {
+    let list = resolve_list::<S>(root, base)?;
+    if list.is_some() {
+        root[S::KIND.field()] = serde_norway::Value::Sequence(Vec::new());
+    }
+    Ok(list)
 }
 
 /// `fgl-sim presets`: every built-in preset with its parameters and their defaults.

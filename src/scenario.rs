@@ -152,13 +152,20 @@ impl Scenario {
 
     /// As [`Scenario::parse_in`], from a YAML tree (`fgl-sim matrix` builds each cell's).
     pub fn from_value(mut value: serde_norway::Value, file: &str, base: Option<&Path>) -> Result<Scenario> {
-        presets::resolve_entries::<DefenseSpec>(&mut value, base).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
-        presets::resolve_entries::<AttackSpec>(&mut value, base).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
-        let scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+        // The entries are typed here, once, and the rest of the tree deserialised around them.
+        let defenses = presets::take_entries::<DefenseSpec>(&mut value, base).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
+        let attacks = presets::take_entries::<AttackSpec>(&mut value, base).map_err(|(field, msg)| scenario_err(file, &field, msg))?;
+        let mut scenario: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let path = e.path().to_string();
             let field = if path == "." { "(top level)".to_string() } else { path };
             scenario_err(file, &field, e.into_inner().to_string())
         })?;
+        if let Some(d) = defenses {
+            scenario.defenses = d;
+        }
+        if let Some(a) = attacks {
+            scenario.attacks = a;
+        }
         scenario.validate().map_err(|e| match e {
             Error::Param { name, msg } => scenario_err(file, &name, msg),
             other => other,
@@ -291,6 +298,23 @@ mod tests {
 
     fn err(text: &str) -> String {
         parse(text).unwrap_err().to_string()
+    }
+
+    /// Each defense and attack entry is typed once on the way from YAML to a scenario
+    /// (it used to be typed, written back as YAML and typed again by serde), and the
+    /// result is the same as deserialising the resolved tree.
+    #[test]
+    fn entries_are_typed_once() {
+        let text = std::fs::read_to_string("scenarios/quickstart.yaml").unwrap();
+        let sets = ["defenses=[ldp-labels, {kind: ldp-features, epsilon: 2}]".to_string(), "attacks=[uniform]".to_string()];
+        let before = presets::TYPED.with(|t| t.get());
+        let s = Scenario::parse(&text, "quickstart.yaml", &sets).unwrap();
+        assert_eq!(presets::TYPED.with(|t| t.get()) - before, 3, "two defenses and one attack, each typed once");
+        assert_eq!(s.defenses.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(), ["ldp-labels", "ldp-features"]);
+        let again: Scenario = serde_norway::from_value(serde_norway::to_value(&s).unwrap()).unwrap();
+        assert_eq!(again, s);
+        let none = Scenario::parse(&text, "quickstart.yaml", &[]).unwrap();
+        assert_eq!((none.defenses.len(), none.attacks.len()), (1, 1), "the defaults when the fields are absent: [none], [none]");
     }
 
     #[test]
