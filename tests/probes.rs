@@ -208,6 +208,20 @@ fn issue_27_probe_set() {
         probes.push(quickstart(&format!("{field} = {value}"), &[&format!("{field}={value}")], &out, CleanError, &[named]));
     }
     probes.push(quickstart(
+        "train.epochs = 1000000000000",
+        &["train.epochs=1000000000000"],
+        &out,
+        CleanError,
+        &["train.epochs", "allowed 1..=1000000"],
+    ));
+    probes.push(quickstart(
+        "solitude adjacency_steps = 1000000000",
+        &["dataset.preprocess={minmax: true}", "defenses=[{kind: solitude, epsilon_x: 1, epsilon_a: 8, adjacency_steps: 1000000000}]"],
+        &out,
+        CleanError,
+        &["adjacency_steps", "allowed 1..=1000"],
+    ));
+    probes.push(quickstart(
         "lpgnn kx = 1000000000",
         &["defenses=[{kind: lpgnn, epsilon_x: .inf, epsilon_y: 1, kx: 1000000000}]"],
         &out,

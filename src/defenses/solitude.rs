@@ -150,6 +150,13 @@ impl super::DefenseConfig for SolitudeConfig {
         if self.adjacency_steps == 0 && self.calibrate {
             return Err(Error::param(field("adjacency_steps"), "0 is not allowed with calibrate: true; allowed: ≥ 1 (or calibrate: false)"));
         }
+        // Steps on A^c per epoch (the released code's 2): 10⁹ ran for ever.
+        if self.adjacency_steps > 1000 {
+            return Err(Error::param(
+                field("adjacency_steps"),
+                format!("{} is not allowed; allowed 1..=1000 steps per epoch (the released code takes 2)", self.adjacency_steps),
+            ));
+        }
         let features = LdpFeaturesConfig {
             epsilon: self.epsilon_x,
             mechanism: Mechanism::MultiBit,

@@ -78,8 +78,10 @@ impl TrainConfig {
         if !(self.weight_decay >= 0.0 && self.weight_decay.is_finite()) {
             return Err(Error::param("train.weight_decay", format!("{} must be a finite number ≥ 0", self.weight_decay)));
         }
-        if self.epochs == 0 {
-            return Err(Error::param("train.epochs", "must be at least 1"));
+        // As federation.rounds: far above any study's (LPGNN's 500), and 10¹² epochs in
+        // one round ran for ever, past even a SIGTERM (it waits for the round boundary).
+        if !(1..=MAX_EPOCHS).contains(&self.epochs) {
+            return Err(Error::param("train.epochs", format!("{} is not allowed; allowed 1..={MAX_EPOCHS}", self.epochs)));
         }
         if let Some(c) = self.grad_clip_norm.filter(|c| !(*c > 0.0 && c.is_finite())) {
             return Err(Error::param(
@@ -90,3 +92,6 @@ impl TrainConfig {
         Ok(())
     }
 }
+
+/// The most local epochs a round may have.
+pub const MAX_EPOCHS: usize = 1_000_000;
