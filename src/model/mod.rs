@@ -30,7 +30,7 @@ pub(crate) mod tests;
 
 pub use activation::Activation;
 pub use classifier::{Conv, NodeClassifier, Output};
-pub use config::{Arch, Hidden, MAX_KPROP_STEPS, ModelConfig, check_kprop_steps};
+pub use config::{Arch, Hidden, ModelConfig, check_kprop_steps};
 pub use gat::GatConv;
 pub use gcn::GcnConv;
 pub use graph_tensors::{GraphTensors, Norm};

@@ -551,7 +551,7 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
         entry.iter().flat_map(|e| &e.fill).fold(text, |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
     };
     let mut intro = fill(&spec.intro);
-    if let Some(extra) = key.map(|k| &spec.datasets[k].intro).filter(|t| !t.is_empty()) {
+    if let Some(extra) = entry.map(|e| &e.intro).filter(|t| !t.is_empty()) {
         write!(intro, "\n{}", fill(extra)).expect("string");
     }
     if let Some(e) = spec.effects.as_ref().filter(|_| !effects.is_empty()) {
