@@ -17,8 +17,9 @@ pub fn attack(dir: Option<&Path>, reps: usize) -> Result<()> {
     use crate::attacks::{AttackRounds, ec_lda, ilrg, lda, llg_star};
     use crate::fed::{ClientUpdate, ModelParams, RoundContext, ServerStrategy};
     println!("bench attack: EC-LDA's Cora setting (10 Fluid clients), median over {reps} attack rounds, ms per client");
-    for (model, text) in crate::reproduce::MODELS {
-        let scenario = Scenario::parse(text, "bench", &["federation.rounds=2".to_string()])?;
+    let table = crate::reproduce::table::PaperTable::builtin("ec-lda");
+    for model in &table.spec.models {
+        let scenario = Scenario::parse(&table.base.0, "bench", &[format!("model.arch={model}"), "federation.rounds=2".to_string()])?;
         let prepared = match run::prepare(&scenario, dir) {
             Ok(p) => p,
             Err(e) => {

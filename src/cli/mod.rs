@@ -287,9 +287,12 @@ struct TableArgs {
     /// Runs (seeds) per cell (default: the table's `paper_runs`).
     #[arg(long)]
     runs: Option<usize>,
-    /// Settings to run (repeatable; default both).
+    /// Settings to run (repeatable; default both), for a table without parts.
     #[arg(long = "setting", value_enum)]
     settings: Vec<crate::reproduce::Setting>,
+    /// Parts to run (repeatable; default the table's default ones), for a table with parts.
+    #[arg(long = "part")]
+    parts: Vec<String>,
     /// Only these cells (repeatable; default all), by their `id`.
     #[arg(long = "cell")]
     cells: Vec<String>,
@@ -317,17 +320,13 @@ fn completions(shell: clap_complete::Shell) -> String {
 /// Run a paper's table as `args` ask (both settings unless some are named; the base
 /// scenario's dataset and the paper's runs unless given) and print it.
 fn reproduce_table(table: &PaperTable, args: TableArgs, variant: &Variant) -> Result<()> {
-    use crate::reproduce::Setting;
-    let TableArgs { dataset, runs, mut settings, cells, epochs, common } = args;
-    if settings.is_empty() {
-        settings = vec![Setting::Centralized, Setting::Federated];
-    }
+    let TableArgs { dataset, runs, settings, parts, cells, epochs, common } = args;
     let dataset = match dataset {
         Some(d) => d,
         None => crate::scenario::Scenario::parse(&table.base.0, &table.base.1, &[])?.dataset.name,
     };
     let runs = runs.unwrap_or(table.spec.paper_runs);
-    let opts = crate::reproduce::TableOptions { dataset, runs, settings, epochs, cells, run: common.run_options() };
+    let opts = crate::reproduce::TableOptions { dataset, runs, settings, parts, epochs, cells, run: common.run_options() };
     let t = std::time::Instant::now();
     let dir = crate::reproduce::table::run(table, &opts, variant, common.out.as_deref(), common.force || common.resume)?;
     print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
@@ -654,11 +653,7 @@ fn dispatch(command: Command) -> Result<()> {
             let cfg = PartitionConfig { method, clients, delta, alpha, ..PartitionConfig::default() };
             partition::partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
         }
-        Command::Reproduce { paper: Paper::EcLda { dataset, seeds, rounds, mut parts, common } } => {
-            use crate::reproduce::EcLdaPart;
-            if parts.is_empty() {
-                parts = vec![EcLdaPart::Table, EcLdaPart::Compressed, EcLdaPart::Epochs, EcLdaPart::Clip];
-            }
+        Command::Reproduce { paper: Paper::EcLda { dataset, seeds, rounds, parts, common } } => {
             let t = std::time::Instant::now();
             let opts = crate::reproduce::EcLdaOptions { dataset, seeds, parts, rounds, run: common.run_options() };
             let dir = crate::reproduce::ec_lda::ec_lda(&opts, common.out.as_deref(), common.force || common.resume)?;

@@ -122,16 +122,16 @@ pub struct Outcome {
 /// caller decides what a failure means (the report is written either way). The longest
 /// runs (by the `--dry-run` estimate) start first.
 pub fn run(m: &Matrix, opts: &MatrixOptions) -> Result<Outcome> {
+    run_in(m, &opts.out_dir(m), opts)
+}
+
+/// [`run`] into `out`.
+pub fn run_in(m: &Matrix, out: &Path, opts: &MatrixOptions) -> Result<Outcome> {
     // Each cell's graph size, once: the time estimates order the runs, the memory
     // estimates check them.
     let sizes = sizes(m, opts);
     let estimate: Vec<u32> = estimates(m, &sizes).into_iter().map(|t| t.map_or(0, |s| (s * 1e3).min(u32::MAX as f64) as u32)).collect();
-    execute_sized(m, &opts.out_dir(m), opts, &|c| estimate[c], Some(&sizes))
-}
-
-/// [`run`] into `out`, the runs of cell `c` started in decreasing `cost(c)`.
-pub fn execute(m: &Matrix, out: &Path, opts: &MatrixOptions, cost: &(dyn Fn(usize) -> u32 + Sync)) -> Result<Outcome> {
-    execute_sized(m, out, opts, cost, None)
+    execute_sized(m, out, opts, &|c| estimate[c], Some(&sizes))
 }
 
 /// [`execute`] with the cells' graph sizes when the caller has them (`None`: found here

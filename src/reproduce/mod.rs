@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use rand::Rng as _;
 
-pub use ec_lda::{EcLdaOptions, EcLdaPart, MODELS};
+pub use ec_lda::{EcLdaOptions, EcLdaPart};
 
 use crate::error::{Error, Result};
 use crate::matrix::{BuiltCell, Matrix, MatrixOptions};
@@ -31,23 +31,15 @@ use crate::record::{RunMetrics, RunState};
 use crate::results::{self, ResultsDir};
 use crate::rng;
 use crate::run::RunOptions;
-use crate::scenario::Scenario;
 
 /// A reproduction's runs, through the matrix machinery (`fgl-sim matrix`): every cell
 /// (an id, its columns beside the four leading ones, its scenario) over seeds
 /// 0..`runs`, several at once (one per `opts.threads`, default one per core), each run
 /// into `dir/cells/<id>/seed=<s>/` with the matrix report (`cells.csv`, `report.md`,
-/// `report.html`, figures) beside it. Runs start in decreasing `cost(cell)`. Per cell,
-/// the runs' metrics in seed order; the first failed run (in run order) fails the
-/// reproduction with its error.
-pub(crate) fn run_cells(
-    dir: &Path,
-    name: &str,
-    cells: Vec<BuiltCell>,
-    runs: usize,
-    opts: &RunOptions,
-    cost: &(dyn Fn(usize) -> u32 + Sync),
-) -> Result<Vec<Vec<RunMetrics>>> {
+/// `report.html`, figures) beside it. The longest runs (by the matrix's estimate) start
+/// first, and the matrix's memory check guards them. Per cell, the runs' metrics in seed
+/// order; the first failed run (in run order) fails the reproduction with its error.
+pub(crate) fn run_cells(dir: &Path, name: &str, cells: Vec<BuiltCell>, runs: usize, opts: &RunOptions) -> Result<Vec<Vec<RunMetrics>>> {
     let m = Matrix::from_cells(name, "", name, cells, (0..runs as u64).collect())?;
     // The reproduction claimed its directory (empty, or `--force`): earlier runs there
     // are replaced; under `--resume` the matrix reuses those that match and refuses
@@ -64,7 +56,7 @@ pub(crate) fn run_cells(
         stop: opts.stop.clone(),
         max_memory: opts.max_memory,
     };
-    let o = crate::matrix::execute(&m, dir, &mopts, cost)?;
+    let o = crate::matrix::run_in(&m, dir, &mopts)?;
     let mut rows = o.rows.into_iter();
     (0..m.cells.len())
         .map(|_| {
@@ -78,30 +70,6 @@ pub(crate) fn run_cells(
                 .collect()
         })
         .collect()
-}
-
-/// Every cell's runs (`base`, a scenario's text named `name` in errors, with the
-/// cell's overrides, then `setting`'s, `budget`) over seeds 0..`runs`, through
-/// [`run_cells`] into `dir/<setting>/`; per cell, the runs' metrics in seed order.
-pub(crate) fn seed_runs(
-    dir: &Path,
-    (base, name): (&str, &str),
-    cells: &[(String, Vec<String>)],
-    runs: usize,
-    setting: Setting,
-    budget: &[String],
-    opts: &RunOptions,
-) -> Result<Vec<Vec<RunMetrics>>> {
-    let cells = cells
-        .iter()
-        .map(|(label, overrides)| {
-            let mut o = overrides.clone();
-            o.extend(budget.iter().cloned());
-            let columns = vec![("cell".to_string(), label.clone()), ("setting".to_string(), setting.name().to_string())];
-            Ok(BuiltCell { id: format!("cell={label}"), columns, scenario: Scenario::parse(base, name, &o)? })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    run_cells(&dir.join(setting.name()), name, cells, runs, opts, &|_| 0)
 }
 
 /// Where a table's cells run: the paper's setting or ours over clients.
@@ -146,7 +114,10 @@ pub struct TableOptions {
     pub dataset: String,
     /// Runs (seeds 0..runs) per cell.
     pub runs: usize,
+    /// Settings to run (a table without parts; none: both).
     pub settings: Vec<Setting>,
+    /// Parts to run (a table with parts; none: its default ones).
+    pub parts: Vec<String>,
     /// Epochs instead of the paper's (a quick look).
     pub epochs: Option<usize>,
     /// Only the cells with these labels; all when empty.

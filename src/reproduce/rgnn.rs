@@ -81,11 +81,12 @@ mod tests {
             note.starts_with("the paper's 70 lies inside our 95 % interval (68.0 ± ") && note.ends_with("over 5 runs): a noisy cell"),
             "{note}"
         );
-        let tight = cell("rgnn-y1", vec![60.0; 5]);
-        assert!(t.note(&t.spec.notes, c("rgnn-y1"), "cora", &tight, 60.0).unwrap().starts_with("the paper's loss"));
-        assert_eq!(t.note(&t.spec.notes, c("rgnn-published-y1"), "cora", &tight, 60.0), None, "the code's own loss: unexplained");
-        assert!(t.note(&t.spec.notes, c("lpgnn-y1"), "cora", &tight, 60.0).unwrap().contains("LPGNN baseline's budget"));
-        let above = |id: &str, dataset: &str| t.note(&t.spec.above_baseline, c(id), dataset, &tight, 60.0);
+        let tight = |id: &str| cell(id, vec![60.0; 5]);
+        let note = |id: &str| t.note(&t.spec.notes, c(id), "cora", &tight(id), 60.0);
+        assert!(note("rgnn-y1").unwrap().starts_with("the paper's loss"));
+        assert_eq!(note("rgnn-published-y1"), None, "the code's own loss: unexplained");
+        assert!(note("lpgnn-y1").unwrap().contains("LPGNN baseline's budget"));
+        let above = |id: &str, dataset: &str| t.note(&t.spec.above_baseline, c(id), dataset, &tight(id), 60.0);
         assert!(above("rgnn-y3", "facebook").unwrap().contains("oversmooth"));
         assert!(above("rgnn-published-y3", "german").unwrap().contains("oversmooth"));
         assert_eq!(above("rgnn-y3", "cora"), None);
