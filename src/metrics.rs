@@ -52,6 +52,9 @@ pub struct FinalSummary {
     pub test_accuracy: f64,
     pub test_loss: f64,
     pub train_loss: f64,
+    /// Link prediction's test AUC-ROC (absent for node classification).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test_auc: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

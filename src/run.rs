@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use std::io::IsTerminal;
 
 use crate::backend;
-use crate::data::{Dataset, DatasetStats, Role, Split, registry};
+use crate::data::{Dataset, DatasetStats, LinkSplit, Role, Split, Task, registry};
 use crate::error::{Error, Result};
 use crate::estimate::{self, DataSize};
 use crate::fed::checkpoint::{self, Checkpointing, FedState};
@@ -34,6 +34,9 @@ pub struct Prepared {
     pub reports: Vec<ClientReport>,
     pub dropped_edges: partition::DroppedEdges,
     pub timings: StageTimings,
+    /// Link prediction: each client's edge split (client order); empty for node
+    /// classification.
+    pub links: Vec<LinkSplit>,
 }
 
 fn ms(t: Instant) -> f64 {
@@ -86,9 +89,23 @@ pub fn prepare_within(scenario: &Scenario, data_dir: Option<&Path>, max_memory: 
     let t = Instant::now();
     let split = make_split(scenario, &dataset, &clients)?;
     let reports = partition::report(&dataset, &clients, &split);
+    let links = match scenario.task {
+        Task::Node => Vec::new(),
+        Task::Link => clients
+            .iter()
+            .map(|c| {
+                LinkSplit::random(
+                    &c.graph,
+                    scenario.link.unwrap_or_default(),
+                    &mut rng::derive(scenario.seed, "link-split", &[c.id as u64]),
+                )
+            })
+            .collect::<Result<Vec<_>>>()?,
+    };
     let split_ms = ms(t);
 
-    Ok(Prepared { dataset, partition, clients, split, reports, dropped_edges, timings: StageTimings { load_ms, partition_ms, split_ms } })
+    let timings = StageTimings { load_ms, partition_ms, split_ms };
+    Ok(Prepared { dataset, partition, clients, split, reports, dropped_edges, timings, links })
 }
 
 /// Refuse `scenario` if its memory estimate on a graph of `size` exceeds `limit` bytes.
@@ -221,10 +238,18 @@ pub fn federation_with(scenario: &Scenario, prepared: &Prepared, progress: Progr
         .enumerate()
         .map(|(i, c)| {
             debug_assert_eq!(c.id, i, "clients come in id order");
-            LocalData::of_client(&prepared.dataset, c, &prepared.split)
+            let mut local = LocalData::of_client(&prepared.dataset, c, &prepared.split)?;
+            if let Some(split) = prepared.links.get(i) {
+                local.predict_links(split.clone());
+            }
+            Ok(local)
         })
         .collect::<Result<Vec<_>>>()?;
-    Federation::new(setup, device, clients, prepared.dataset.num_classes(), pipeline)
+    let classes = match scenario.task {
+        Task::Node => prepared.dataset.num_classes(),
+        Task::Link => 2,
+    };
+    Federation::new(setup, device, clients, classes, pipeline)
 }
 
 /// Train the prepared clients as the scenario says, with its attacks as the server.
@@ -379,8 +404,12 @@ pub fn execute(scenario: &Scenario, stem: &str, opts: &RunOptions) -> Result<Run
 }
 
 /// Per client: the true label counts of its train nodes (what label-inference attacks
-/// are scored against).
+/// are scored against); in link prediction, of an epoch's training pairs ({no link,
+/// link}).
 pub fn train_label_truth(p: &Prepared) -> Vec<Vec<usize>> {
+    if !p.links.is_empty() {
+        return p.links.iter().map(|s| vec![s.train_negatives, s.train.len()]).collect();
+    }
     p.clients.iter().map(|c| p.dataset.label_counts(c.nodes.iter().copied().filter(|&n| p.split.roles[n] == Role::Train))).collect()
 }
 
@@ -425,6 +454,7 @@ fn metrics_of(
             test_accuracy: last.test_accuracy,
             test_loss: last.test_loss,
             train_loss: last.train_loss,
+            test_auc: last.test_auc,
         },
         rounds: fed.rounds.clone(),
         dataset: metrics::DatasetSummary {
@@ -517,16 +547,31 @@ fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepare
         yaml_name(&f.weighting),
         yaml_name(&scenario.backend)
     ));
-    s.push_str("| round | test accuracy | test loss | train loss |\n|---:|---:|---:|---:|\n");
+    let link = scenario.task == Task::Link;
+    if link {
+        s.push_str("| round | test AUC | test accuracy | test loss | train loss |\n|---:|---:|---:|---:|---:|\n");
+    } else {
+        s.push_str("| round | test accuracy | test loss | train loss |\n|---:|---:|---:|---:|\n");
+    }
     let n = fed.rounds.len();
     let step = n.div_ceil(20).max(1);
+    let auc = |r: &crate::fed::RoundMetrics| r.test_auc.map_or("–".to_string(), |a| format!("{a:.4}"));
     for (i, r) in fed.rounds.iter().enumerate() {
         if i % step == 0 || i + 1 == n {
-            s.push_str(&format!("| {} | {:.4} | {:.4} | {:.4} |\n", r.round, r.test_accuracy, r.test_loss, r.train_loss));
+            let first = if link { format!("{} | ", auc(r)) } else { String::new() };
+            s.push_str(&format!("| {} | {first}{:.4} | {:.4} | {:.4} |\n", r.round, r.test_accuracy, r.test_loss, r.train_loss));
         }
     }
     let last = fed.rounds.last().expect("at least one round");
-    s.push_str(&format!("\n**Final test accuracy** (global model, union of the clients' test nodes): {:.4}\n", last.test_accuracy));
+    if link {
+        s.push_str(&format!(
+            "\n**Final link prediction** (global model, union of the clients' test pairs: held-out edges and as many sampled non-edges): AUC-ROC {}, accuracy {:.4}\n",
+            auc(last),
+            last.test_accuracy
+        ));
+    } else {
+        s.push_str(&format!("\n**Final test accuracy** (global model, union of the clients' test nodes): {:.4}\n", last.test_accuracy));
+    }
     s.push_str(&metrics::privacy_md(&results.clients));
     s.push_str(&metrics::attacks_md(results));
     s

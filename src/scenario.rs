@@ -11,9 +11,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::attacks::{self, AttackSpec};
 use crate::backend::Backend;
-use crate::data::SplitRatios;
 use crate::data::preprocess::PreprocessConfig;
 use crate::data::synthetic::SyntheticConfig;
+use crate::data::{LinkRatios, SplitRatios, Task};
 use crate::defenses::{self, DefenseSpec};
 use crate::error::{Error, Result};
 use crate::fed::FederationConfig;
@@ -32,6 +32,13 @@ pub struct Scenario {
     #[serde(default)]
     pub seed: u64,
     pub dataset: DatasetSection,
+    /// What the clients learn: `node` classification (the default) or `link` prediction.
+    #[serde(default, skip_serializing_if = "Task::is_node")]
+    pub task: Task,
+    /// Link prediction's edge split and negatives (`task: link`; default val 0.05, test
+    /// 0.3, one negative per positive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<LinkRatios>,
     #[serde(default)]
     pub split: SplitSection,
     #[serde(default)]
@@ -195,6 +202,26 @@ impl Scenario {
                 return Err(Error::param("split.normal_below", "cannot be combined with `standard: true`; choose one split"));
             }
             _ => {}
+        }
+        match (self.task, &self.link) {
+            (Task::Node, Some(_)) => return Err(Error::param("link", "only with `task: link`")),
+            (Task::Link, link) => link.unwrap_or_default().validate("link")?,
+            _ => {}
+        }
+        let task = self.task;
+        for (list, entries) in [
+            ("attacks", self.attacks.iter().map(|a| (a.name.as_str(), a.spec.tasks())).collect::<Vec<_>>()),
+            ("defenses", self.defenses.iter().map(|d| (d.name.as_str(), d.spec.tasks())).collect()),
+        ] {
+            for (i, (name, tasks)) in entries.into_iter().enumerate() {
+                if !tasks.contains(&task) {
+                    let supported: Vec<&str> = tasks.iter().map(|t| t.name()).collect();
+                    return Err(Error::param(
+                        format!("{list}[{i}]"),
+                        format!("`{name}` does not support `task: {}`; it supports: {}", task.name(), supported.join(", ")),
+                    ));
+                }
+            }
         }
         self.partition.validate_static()?;
         self.model.validate()?;

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub use rounds::AttackRounds;
 
+use crate::data::Task;
 use crate::error::{Error, Result};
 use crate::fed::{
     AttackNote, AttackOutput, ClientOracle, ClientUpdate, FedAvg, FederationConfig, ModelParams, RoundContext, ServerContext,
@@ -34,6 +35,9 @@ pub trait AttackConfig {
     /// scaled by the node count, for `matrix --dry-run`'s estimate (from the shipped Cora
     /// matrix's runs).
     const SERVER_SECONDS_ON_CORA: f64 = 0.5;
+
+    /// The tasks the attack reads updates of (a scenario with another is refused).
+    const TASKS: &'static [Task] = &[Task::Node];
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -78,6 +82,14 @@ macro_rules! attacks {
                 match self {
                     AttackSpec::None(_) => 0.0,
                     $( AttackSpec::$variant(_) => <$module::$config as AttackConfig>::SERVER_SECONDS_ON_CORA, )*
+                }
+            }
+
+            /// See [`AttackConfig::TASKS`] (every task for `kind: none`).
+            pub fn tasks(&self) -> &'static [Task] {
+                match self {
+                    AttackSpec::None(_) => &[Task::Node, Task::Link],
+                    $( AttackSpec::$variant(_) => <$module::$config as AttackConfig>::TASKS, )*
                 }
             }
 

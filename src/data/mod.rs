@@ -5,6 +5,7 @@ pub mod derive;
 pub mod features;
 pub mod fetch;
 pub mod graph;
+pub mod link_split;
 pub mod loaders;
 pub mod npy;
 pub mod pickle;
@@ -18,6 +19,7 @@ use serde::Serialize;
 
 pub use features::{CsrMatrix, DenseMatrix, FeatureKind, Features, ShiftedMatrix};
 pub use graph::{BuildReport, Graph};
+pub use link_split::{LabelledPairs, LinkRatios, LinkSplit, Task};
 pub use split::{Role, Split, SplitRatios};
 
 use crate::error::{Error, Result};

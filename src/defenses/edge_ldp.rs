@@ -210,7 +210,7 @@ mod tests {
 
     fn local(n: usize, edges: &[(usize, usize)]) -> LocalData {
         let (graph, _) = Graph::from_edges(n, edges.iter().copied(), "t").unwrap();
-        LocalData { graph, features: Features::Dense(DenseMatrix::zeros(n, 1)), labels: vec![Some(0); n], roles: vec![Role::Train; n], classes: 2, label_transition: None, feature_kprop: 0 }
+        LocalData { graph, features: Features::Dense(DenseMatrix::zeros(n, 1)), labels: vec![Some(0); n], roles: vec![Role::Train; n], classes: 2, label_transition: None, feature_kprop: 0, link: None }
     }
 
     fn config(eps: f64, symmetrize: Symmetrize, max_edges: usize) -> EdgeLdpConfig {

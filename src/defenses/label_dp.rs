@@ -322,6 +322,7 @@ mod tests {
             classes,
             label_transition: None,
             feature_kprop: 0,
+            link: None,
         }
     }
 

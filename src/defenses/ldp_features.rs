@@ -315,6 +315,7 @@ mod tests {
             classes: 2,
             label_transition: None,
             feature_kprop: 0,
+            link: None,
         }
     }
 

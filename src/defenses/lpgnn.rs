@@ -216,6 +216,7 @@ mod tests {
             classes: 3,
             label_transition: None,
             feature_kprop: 0,
+            link: None,
         };
         let device = Device::flex();
         let tensors = ClientTensors::new(&data, 4, &device).unwrap();

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::data::Task;
 use crate::error::Result;
 use crate::fed::{ClientContext, ClientPipeline, Defense, DefenseBuilder};
 
@@ -22,6 +23,9 @@ pub trait DefenseConfig {
     fn cost(&self, _run: &RunSize) -> CostHint {
         CostHint::default()
     }
+
+    /// The tasks the defense protects the training of (a scenario with another is refused).
+    const TASKS: &'static [Task] = &[Task::Node];
 }
 
 /// The size of a run, as a cost hint sees it.
@@ -95,6 +99,14 @@ macro_rules! defenses {
                 match self {
                     DefenseSpec::None(_) => CostHint::default(),
                     $( DefenseSpec::$variant(c) => DefenseConfig::cost(c, run), )*
+                }
+            }
+
+            /// See [`DefenseConfig::TASKS`] (every task for `kind: none`).
+            pub fn tasks(&self) -> &'static [Task] {
+                match self {
+                    DefenseSpec::None(_) => &[Task::Node, Task::Link],
+                    $( DefenseSpec::$variant(_) => <$module::$config as DefenseConfig>::TASKS, )*
                 }
             }
 

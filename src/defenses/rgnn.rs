@@ -529,7 +529,7 @@ mod tests {
     fn local(labels: Vec<Option<u32>>, roles: Vec<Role>, edges: &[(usize, usize)]) -> LocalData {
         let n = labels.len();
         let (graph, _) = Graph::from_edges(n, edges.iter().copied(), "t").unwrap();
-        LocalData { graph, features: Features::Dense(DenseMatrix::zeros(n, 1)), labels, roles, classes: 2, label_transition: None, feature_kprop: 0 }
+        LocalData { graph, features: Features::Dense(DenseMatrix::zeros(n, 1)), labels, roles, classes: 2, label_transition: None, feature_kprop: 0, link: None }
     }
 
     /// Star 0–{1, 2, 3}; train 0, 1, 2 (held labels 1, 0, 0), val 3 (held 1), test 4.

@@ -461,7 +461,7 @@ mod tests {
         };
         let (graph, _) = Graph::from_edges(4, [(0, 1), (1, 2), (2, 3)], "t").unwrap();
         let x = DenseMatrix { rows: 4, cols: 2, data: vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0] };
-        let mut data = LocalData { graph: graph.clone(), features: Features::Dense(x.clone()), labels: vec![Some(0); 4], roles: vec![Role::Train; 4], classes: 2, label_transition: None, feature_kprop: 0 };
+        let mut data = LocalData { graph: graph.clone(), features: Features::Dense(x.clone()), labels: vec![Some(0); 4], roles: vec![Role::Train; 4], classes: 2, label_transition: None, feature_kprop: 0, link: None };
         state.apply(&mut data, &mut crate::rng::derive(1, "t", &[])).unwrap();
         assert_eq!(data.feature_kprop, 0, "no KProp left to the model");
         // Path 0–1–2–3, degrees (1, 2, 2, 1), weights 1/sqrt(d_u·d_v) (r = 1/√2 on the end

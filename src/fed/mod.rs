@@ -98,6 +98,10 @@ pub struct RoundMetrics {
     /// Per trained client (as `selected`), the local epoch its model selection kept
     /// (0-based; null under `train.selection: last`).
     pub selected_epochs: Vec<Option<usize>>,
+    /// Link prediction: the area under the ROC curve over the union of the clients'
+    /// test pairs (the scores pooled; absent for node classification).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub test_auc: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -153,9 +157,11 @@ fn derived(
     classes: usize,
     device: &Device,
 ) -> Result<(ClientTensors, Box<dyn Loss>, usize)> {
-    let weight = match setup.federation.weighting {
-        Weighting::Train => local.count(Role::Train),
-        Weighting::All => local.graph.num_nodes(),
+    let weight = match (setup.federation.weighting, &local.link) {
+        (Weighting::Train, None) => local.count(Role::Train),
+        // Link prediction trains on pairs.
+        (Weighting::Train, Some(split)) => split.train_pairs(),
+        (Weighting::All, _) => local.graph.num_nodes(),
     };
     Ok((ClientTensors::new(local, setup.model.first_width(classes), device)?, defenses.loss(local)?, weight))
 }
@@ -351,13 +357,19 @@ impl Federation {
                 let oracle = Oracle { clients: states, server: &self.server, global: &global };
                 strategy.query(&ctx, &oracle)?;
             }
-            let eval_one = |s: &ClientState| train::evaluate_set(&train::forward_eval(&model, &s.tensors).logits, &s.tensors.test);
-            let evals: Vec<Eval> =
+            let eval_one = |s: &ClientState| {
+                let logits = train::forward_eval_on(&model, &s.tensors, Role::Test).logits;
+                let scores = s.tensors.link.is_some().then(|| train::positive_scores(&logits, &s.tensors.test));
+                (train::evaluate_set(&logits, &s.tensors.test), scores)
+            };
+            let evals: Vec<(Eval, Option<train::Scores>)> =
                 if cfg.parallel { states.par_iter().map(eval_one).collect() } else { states.iter().map(eval_one).collect() };
             let mut total = Eval::default();
-            for e in &evals {
+            for (e, _) in &evals {
                 total.add(*e);
             }
+            let pooled: Option<train::Scores> = evals.iter().map(|(_, s)| s.clone()).collect::<Option<Vec<_>>>().map(|s| s.concat());
+            let evals: Vec<Eval> = evals.into_iter().map(|(e, _)| e).collect();
             let m = RoundMetrics {
                 round,
                 test_accuracy: total.accuracy().unwrap_or(f64::NAN),
@@ -366,6 +378,7 @@ impl Federation {
                 client_test_accuracy: evals.iter().map(Eval::accuracy).collect(),
                 selected: selected.iter().map(|&i| states[i].id).collect(),
                 selected_epochs: outcomes.iter().map(|(_, stats)| stats.selected_epoch).collect(),
+                test_auc: pooled.and_then(|s| train::auc_roc(&s)),
             };
             bar.set_message(format!("test acc {:.4}", m.test_accuracy));
             bar.inc(1);

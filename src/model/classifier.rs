@@ -7,7 +7,7 @@
 
 use burn::module::Module;
 use burn::nn::Linear;
-use burn::tensor::{Tensor, TensorCreationOptions};
+use burn::tensor::{Int, Tensor, TensorCreationOptions};
 
 use crate::error::{Error, Result};
 
@@ -22,6 +22,9 @@ use super::input::NodeInput;
 use super::kprop::kprop;
 use super::sage::SageConv;
 use crate::rng::Rng;
+
+/// Node pairs `(u, v)` as two index tensors.
+pub type Pairs = (Tensor<1, Int>, Tensor<1, Int>);
 
 /// One GNN layer of any architecture.
 #[derive(Module, Debug)]
@@ -152,7 +155,36 @@ impl NodeClassifier {
     /// Forward pass on an input whose holder asked for `input_kprop` more KProp rounds
     /// on its features (a client-side defense such as LPGNN's KProp_x), on top of the
     /// model's own `kprop_steps`; training mode (dropout) when `rng` is given.
-    pub fn forward_with(&self, input: &NodeInput, graph: &GraphTensors, input_kprop: usize, mut rng: Option<&mut Rng>) -> Output {
+    pub fn forward_with(&self, input: &NodeInput, graph: &GraphTensors, input_kprop: usize, rng: Option<&mut Rng>) -> Output {
+        self.readout(self.embed(input, graph, input_kprop, rng))
+    }
+
+    /// Link prediction: one row per pair `(u, v)`, the pair's representation h_u ⊙ h_v
+    /// (the endpoints' outputs of the GNN layers, after the activation) through the head
+    /// (without a head, the last layer's 2 outputs are the logits).
+    pub fn forward_pairs(
+        &self,
+        input: &NodeInput,
+        graph: &GraphTensors,
+        input_kprop: usize,
+        rng: Option<&mut Rng>,
+        pairs: &Pairs,
+    ) -> Output {
+        let x = self.embed(input, graph, input_kprop, rng);
+        let (u, v) = pairs;
+        self.readout(x.clone().select(0, u.clone()) * x.select(0, v.clone()))
+    }
+
+    /// The head on `x` (its input kept for the attacks), or `x` as the logits.
+    fn readout(&self, x: Tensor<2>) -> Output {
+        match &self.head {
+            Some(head) => Output { logits: head.forward(x.clone()), head_input: Some(x) },
+            None => Output { logits: x, head_input: None },
+        }
+    }
+
+    /// The GNN layers' output for every node: what the head reads.
+    fn embed(&self, input: &NodeInput, graph: &GraphTensors, input_kprop: usize, mut rng: Option<&mut Rng>) -> Tensor<2> {
         assert_eq!(input.num_nodes(), graph.num_nodes(), "input has {} rows for a graph of {} nodes", input.num_nodes(), graph.num_nodes());
         let depth = self.convs.len();
         let mut x = None;
@@ -170,10 +202,6 @@ impl NodeClassifier {
             }
             x = Some(out);
         }
-        let x = x.expect("a classifier has at least one layer");
-        match &self.head {
-            Some(head) => Output { logits: head.forward(x.clone()), head_input: Some(x) },
-            None => Output { logits: x, head_input: None },
-        }
+        x.expect("a classifier has at least one layer")
     }
 }

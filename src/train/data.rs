@@ -3,9 +3,10 @@
 
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use crate::data::{Dataset, Features, Graph, Role, Split};
+use crate::data::link_split::{LabelledPairs, negative_pairs};
+use crate::data::{Dataset, Features, Graph, LinkSplit, Role, Split};
 use crate::error::Result;
-use crate::model::{GraphTensors, NodeInput};
+use crate::model::{GraphTensors, NodeInput, Pairs};
 use crate::partition::Client;
 
 /// One client's private data on the host: its induced subgraph, features, labels and
@@ -25,6 +26,8 @@ pub struct LocalData {
     /// KProp rounds a defense asked for on the features over this client's graph
     /// (LPGNN's KProp_x), applied in the model's first layer on top of its own.
     pub feature_kprop: usize,
+    /// Link prediction: the client's edge split (`graph` is then its training edges).
+    pub link: Option<LinkSplit>,
 }
 
 impl LocalData {
@@ -39,7 +42,16 @@ impl LocalData {
             classes: dataset.num_classes(),
             label_transition: None,
             feature_kprop: 0,
+            link: None,
         })
+    }
+
+    /// Turn the client to link prediction on `split` (of its graph): message passing in
+    /// training then sees only the training edges, and the classes are {no link, link}.
+    pub fn predict_links(&mut self, split: LinkSplit) {
+        self.graph = split.train_graph.clone();
+        self.classes = 2;
+        self.link = Some(split);
     }
 
     /// Record that the labels were randomised once more with transition matrix `p`
@@ -76,8 +88,12 @@ impl LocalData {
     }
 
     /// Per-class counts of the labels of the train nodes as held here (after any
-    /// defense that randomised them).
+    /// defense that randomised them); in link prediction, of an epoch's training pairs
+    /// ({no link, link}).
     pub fn train_label_counts(&self) -> Vec<usize> {
+        if let Some(split) = &self.link {
+            return vec![split.train_negatives, split.train.len()];
+        }
         let mut counts = vec![0usize; self.classes];
         for (label, role) in self.labels.iter().zip(&self.roles) {
             if let (Some(y), Role::Train) = (label, role) {
@@ -88,7 +104,8 @@ impl LocalData {
     }
 }
 
-/// Nodes of one role with their labels, on the device.
+/// Rows of a forward pass with their labels, on the device: nodes of one role, or in
+/// link prediction node pairs (the rows of [`crate::model::NodeClassifier::forward_pairs`]).
 #[derive(Debug, Clone)]
 pub struct NodeSet {
     /// `None` when the set is empty (Burn tensors cannot be empty on every backend).
@@ -105,10 +122,51 @@ impl NodeSet {
                 y.push(i64::from(*label));
             }
         }
+        NodeSet::of(idx, y, device)
+    }
+
+    fn of(idx: Vec<i64>, y: Vec<i64>, device: &Device) -> NodeSet {
         let len = idx.len();
         let index = (len > 0)
             .then(|| (Tensor::from_data(TensorData::new(idx, [len]), device), Tensor::from_data(TensorData::new(y, [len]), device)));
         NodeSet { index, len }
+    }
+
+    /// Rows 0..n labelled `labels` (a link set's pairs in order).
+    fn rows(labels: impl IntoIterator<Item = u8>, device: &Device) -> NodeSet {
+        let y: Vec<i64> = labels.into_iter().map(i64::from).collect();
+        NodeSet::of((0..y.len() as i64).collect(), y, device)
+    }
+}
+
+fn pairs_tensor<'a>(pairs: impl Iterator<Item = &'a (u32, u32)>, device: &Device) -> Option<Pairs> {
+    let (u, v): (Vec<i64>, Vec<i64>) = pairs.map(|&(u, v)| (i64::from(u), i64::from(v))).unzip();
+    let n = u.len();
+    (n > 0).then(|| (Tensor::from_data(TensorData::new(u, [n]), device), Tensor::from_data(TensorData::new(v, [n]), device)))
+}
+
+/// A client's link-prediction data: the validation and test pairs on the device, the
+/// graph message passing sees when testing, and what drawing each epoch's training
+/// negatives needs on the host.
+#[derive(Debug, Clone)]
+pub struct LinkTensors {
+    train_pos: Vec<(u32, u32)>,
+    /// The client's whole graph: negatives avoid all of its edges.
+    graph: Graph,
+    negatives: usize,
+    pub val: Option<Pairs>,
+    pub test: Option<Pairs>,
+    /// The training and validation edges.
+    pub test_graph: GraphTensors,
+    device: Device,
+}
+
+impl LinkTensors {
+    /// This epoch's training pairs: the positives, then as many negatives as the split
+    /// says, drawn afresh with `rng` (`None` without training edges).
+    pub fn train_pairs(&self, rng: &mut crate::rng::Rng) -> Option<Pairs> {
+        let negatives = negative_pairs(&self.graph, self.negatives, &Default::default(), rng).expect("counted when the split was made");
+        pairs_tensor(self.train_pos.iter().chain(&negatives), &self.device)
     }
 }
 
@@ -127,21 +185,46 @@ pub struct ClientTensors {
     /// probability): the highest accuracy the held labels allow, which LPGNN's model
     /// selection caps train and validation accuracy by.
     pub label_keep: f64,
+    /// Link prediction: `train`, `val` and `test` are then rows of pairs.
+    pub link: Option<LinkTensors>,
 }
 
 impl ClientTensors {
     /// `first_width`: output columns of the model's first layer (see
     /// `ModelConfig::first_width`), which decides the input's layout.
     pub fn new(data: &LocalData, first_width: usize, device: &Device) -> Result<ClientTensors> {
+        let (train, val, test, link) = match &data.link {
+            None => (
+                NodeSet::new(data, Role::Train, device),
+                NodeSet::new(data, Role::Val, device),
+                NodeSet::new(data, Role::Test, device),
+                None,
+            ),
+            Some(s) => {
+                let rows = |p: &LabelledPairs| NodeSet::rows(p.labels.iter().copied(), device);
+                let train = NodeSet::rows(s.train.iter().map(|_| 1).chain((0..s.train_negatives).map(|_| 0)), device);
+                let link = LinkTensors {
+                    train_pos: s.train.clone(),
+                    graph: s.graph.clone(),
+                    negatives: s.train_negatives,
+                    val: pairs_tensor(s.val.pairs.iter(), device),
+                    test: pairs_tensor(s.test.pairs.iter(), device),
+                    test_graph: GraphTensors::new(&s.test_graph, device)?,
+                    device: device.clone(),
+                };
+                (train, rows(&s.val), rows(&s.test), Some(link))
+            }
+        };
         Ok(ClientTensors {
             graph: GraphTensors::new(&data.graph, device)?,
             input: NodeInput::from_features(&data.features, first_width, device),
-            train: NodeSet::new(data, Role::Train, device),
-            val: NodeSet::new(data, Role::Val, device),
-            test: NodeSet::new(data, Role::Test, device),
+            train,
+            val,
+            test,
             classes: data.classes,
             input_kprop: data.feature_kprop,
             label_keep: data.label_transition.as_ref().map_or(1.0, |p| p[0]),
+            link,
         })
     }
 }

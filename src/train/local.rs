@@ -4,7 +4,10 @@ use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
 
-use super::{ClientTensors, HeadSteps, Loss, OptimizerKind, Selection, TrainConfig, accuracy, clip_global_norm, forward_eval};
+use super::{
+    ClientTensors, HeadSteps, Loss, OptimizerKind, Selection, TrainConfig, accuracy, clip_global_norm, forward_eval_on, forward_train,
+};
+use crate::data::Role;
 use crate::model::{GraphTensors, NodeClassifier};
 use crate::rng::Rng;
 
@@ -73,7 +76,7 @@ pub fn train_local_with(
     let wants_val_acc = matches!(cfg.selection, Selection::Lpgnn | Selection::ValAcc);
     for epoch in 0..cfg.epochs {
         let d = current.as_ref().unwrap_or(data);
-        let out = model.forward_with(&d.input, &d.graph, d.input_kprop, Some(&mut *rng));
+        let Some(out) = forward_train(&model, d, &mut *rng) else { break };
         let Some(loss) = loss_fn.loss(&out, d) else { break };
         stats.epoch_losses.push(f64::from(loss.clone().into_scalar::<f32>()));
         // LPGNN measures train accuracy on the training pass itself (dropout on).
@@ -92,7 +95,7 @@ pub fn train_local_with(
         }
         let d = current.as_ref().unwrap_or(data);
         if cfg.selection != Selection::Last {
-            let eval = forward_eval(&model, d);
+            let eval = forward_eval_on(&model, d, Role::Val);
             let score = EpochScore {
                 val_loss: loss_fn.val_loss(&eval, d),
                 val_acc: wants_val_acc.then(|| accuracy(&eval.logits, &d.val)).flatten(),

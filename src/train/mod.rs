@@ -22,8 +22,8 @@ pub mod per_node;
 mod trainer;
 
 pub use config::{OptimizerKind, Selection, TrainConfig};
-pub use data::{ClientTensors, LocalData, NodeSet};
-pub use eval::{Eval, accuracy, evaluate_set, forward_eval};
+pub use data::{ClientTensors, LinkTensors, LocalData, NodeSet};
+pub use eval::{Eval, Scores, accuracy, auc_roc, evaluate_set, forward_eval, forward_eval_on, forward_train, positive_scores};
 pub use gradients::{HeadGradient, HeadSteps, clip_global_norm};
 pub use local::{EpochScore, LocalStats, Selector, optimizer, train_local, train_local_with};
 pub use loss::{CrossEntropy, Loss, cross_entropy};
@@ -128,6 +128,7 @@ mod tests {
             classes: 2,
             label_transition: None,
             feature_kprop: 0,
+            link: None,
         };
         d.compose_label_transition(&[0.75, 0.25, 0.25, 0.75]);
         assert_eq!(d.label_transition.as_deref(), Some(&[0.75, 0.25, 0.25, 0.75][..]));

@@ -283,6 +283,7 @@ impl NodeBatch {
             classes,
             input_kprop: 0,
             label_keep,
+            link: None,
         }
     }
 }
