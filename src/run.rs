@@ -226,6 +226,7 @@ pub fn federation_with(scenario: &Scenario, prepared: &Prepared, progress: Progr
     let device = backend::device(scenario.backend)?;
     let setup = FederationSetup {
         seed: scenario.seed,
+        task: scenario.task,
         model: scenario.model.clone(),
         train: scenario.train.clone(),
         federation: scenario.federation.clone(),

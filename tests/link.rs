@@ -6,26 +6,34 @@ mod common;
 use common::fgl;
 use serde_json::Value;
 
-/// The quickstart graph (400 nodes, 3 Louvain clients) as a link task: Adam, no
-/// dropout, 10 rounds × 10 epochs.
-fn link_args(out: &std::path::Path) -> Vec<String> {
+/// `fgl-sim run` of the quickstart scenario into `out` with `sets` overrides.
+fn quickstart(out: &std::path::Path, sets: &[&str]) -> Vec<String> {
     let mut a: Vec<String> = ["run", "scenarios/quickstart.yaml", "--quiet", "--out", out.to_str().unwrap()].map(String::from).to_vec();
-    for s in [
-        "task=link",
-        "model.head=true",
-        "model.dropout=0",
-        "train.optimizer=adam",
-        "train.lr=0.01",
-        "train.epochs=10",
-        "federation.rounds=10",
-        "dataset.synthetic.nodes=400",
-        "dataset.synthetic.homophily=0.9",
-        "dataset.synthetic.feature_signal=1.0",
-        "partition.clients=3",
-    ] {
+    for s in sets {
         a.extend(["--set".to_string(), s.to_string()]);
     }
     a
+}
+
+/// The quickstart graph (400 nodes, 3 Louvain clients) as a link task: Adam, no
+/// dropout, 10 rounds × 10 epochs.
+fn link_args(out: &std::path::Path) -> Vec<String> {
+    quickstart(
+        out,
+        &[
+            "task=link",
+            "model.head=true",
+            "model.dropout=0",
+            "train.optimizer=adam",
+            "train.lr=0.01",
+            "train.epochs=10",
+            "federation.rounds=10",
+            "dataset.synthetic.nodes=400",
+            "dataset.synthetic.homophily=0.9",
+            "dataset.synthetic.feature_signal=1.0",
+            "partition.clients=3",
+        ],
+    )
 }
 
 fn run(args: &[String]) -> Value {
@@ -76,10 +84,7 @@ fn federated_link_prediction_learns_and_repeats_exactly() {
 fn node_classification_reports_no_auc() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("n");
-    let args: Vec<String> = ["run", "scenarios/quickstart.yaml", "--quiet", "--out", out.to_str().unwrap(), "--set", "federation.rounds=1"]
-        .map(String::from)
-        .to_vec();
-    let m = run(&args);
+    let m = run(&quickstart(&out, &["federation.rounds=1"]));
     assert!(m["final"].get("test_auc").is_none() && m["rounds"][0].get("test_auc").is_none(), "{}", m["final"]);
     assert!(!std::fs::read_to_string(out.join("scenario.resolved.yaml")).unwrap().contains("task:"));
 }
@@ -103,10 +108,50 @@ fn unsupported_combinations_and_bad_link_settings_are_refused() {
         }
         assert!(!out.exists(), "nothing written for a refused scenario");
     };
-    check(&["task=link", "attacks=[ec-lda]"], &["attacks[0]", "`ec-lda` does not support `task: link`", "supports: node"]);
-    check(&["task=link", "defenses=[dp-gnn]"], &["defenses[0]", "`dp-gnn` does not support `task: link`"]);
+    check(
+        &["task=link", "model.head=true", "attacks=[uniform, infiltrator]"],
+        &["attacks[1]", "`infiltrator` does not support `task: link`", "supports: node"],
+    );
+    check(&["task=link", "model.head=true", "defenses=[dp-gnn]"], &["defenses[0]", "`dp-gnn` does not support `task: link`"]);
+    check(&["task=link"], &["model.head", "set `model.head: true`"]);
     check(&["link={test: 0.2}"], &["link", "only with `task: link`"]);
-    check(&["task=link", "link={val: 0.5, test: 0.5}"], &["no edge would be left"]);
-    check(&["task=link", "link={negatives: 0}"], &["link.negatives"]);
+    check(&["task=link", "model.head=true", "link={val: 0.5, test: 0.5}"], &["no edge would be left"]);
+    check(&["task=link", "model.head=true", "link={negatives: 0}"], &["link.negatives"]);
     check(&["task=graph"], &["task"]);
+}
+
+/// The label-distribution attacks on link labels ({no link, link} of a client's training
+/// pairs). At one negative per positive every client's distribution is 50/50 and the
+/// uniform guess is exact; at three, the truth is 75/25 and the uniform guess scores
+/// cos-sim 0.894: EC-LDA (on its compressed round), the passive LDA and iLRG recover it
+/// to cos-sim ≥ 0.99 and JS ≤ 0.01, LLG* to ≥ 0.98.
+#[test]
+fn label_distribution_attacks_read_link_labels() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sets = [
+        "task=link",
+        "model.head=true",
+        "model.dropout=0",
+        "train.weight_decay=0",
+        "federation.rounds=6",
+        "link={negatives: 3}",
+        "attacks=[ec-lda, lda, ilrg, llg-star, uniform]",
+    ];
+    let m = run(&quickstart(&tmp.path().join("a"), &sets));
+    for c in m["clients"].as_array().unwrap() {
+        let d: Vec<u64> = c["train_label_distribution"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        assert!(d.len() == 2 && d[0] == 3 * d[1], "{d:?}");
+    }
+    let score = |attack: &str| {
+        let a = m["attacks"].as_array().unwrap().iter().find(|a| a["attack"] == attack).unwrap_or_else(|| panic!("{attack}"));
+        (a["mean"]["cos_sim"].as_f64().unwrap(), a["mean"]["js_nats"].as_f64().unwrap())
+    };
+    let (uniform, _) = score("uniform");
+    assert!((uniform - 0.8944).abs() < 1e-3, "the uniform guess against 75/25: {uniform}");
+    for attack in ["ec-lda", "lda", "ilrg"] {
+        let (cos, js) = score(attack);
+        assert!(cos >= 0.99 && js <= 0.01, "{attack}: cos-sim {cos}, JS {js}");
+    }
+    let (cos, _) = score("llg-star");
+    assert!(cos >= 0.98, "llg-star: {cos}");
 }

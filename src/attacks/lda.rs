@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AttackRounds;
 use super::gradient::{self, GradientSource};
-use crate::data::{DenseMatrix, Features, Graph};
+use crate::data::{DenseMatrix, Features, Graph, Task};
 use crate::error::{Error, Result};
 use crate::fed::{
     AttackNote, AttackOutput, ClientUpdate, FederationConfig, ModelParams, RoundContext, ServerContext, ServerStrategy,
@@ -57,6 +57,8 @@ pub enum Negatives {
 
 impl super::AttackConfig for LdaConfig {
     const ACTIVE: bool = false;
+    /// Its estimate reads the head rows of whatever a sample is: a node, or a node pair.
+    const TASKS: &'static [crate::data::Task] = &[crate::data::Task::Node, crate::data::Task::Link];
 
     fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {
         Box::new(Lda::new(name, self.clone()))
@@ -120,9 +122,29 @@ impl DummyGraph {
     /// A graph drawn from `rng` run through the model `params` by `server`: per dummy
     /// node i, the head-input sum s_i = Σ_j h_ij and the softmax outputs p_i (row-major,
     /// `classes` per node). What both Eq. 4 and LLG*'s impact read.
+    ///
+    /// In link prediction the samples are K dummy pairs (i ≠ j drawn uniformly after the
+    /// graph) and h is each pair's h_i ⊙ h_j, the head's input.
     pub fn probe(&self, server: &ServerContext, params: &ModelParams, rng: &mut rng::Rng) -> Result<(Vec<f64>, Vec<f64>)> {
         let (graph, features) = self.generate(server.in_dim, rng)?;
-        let out = server.forward(params, &graph, &features, 0)?;
+        let pairs: Vec<(u32, u32)> = match server.task {
+            Task::Node => Vec::new(),
+            Task::Link => {
+                let k = self.nodes as u32;
+                if k < 2 {
+                    return Err(Error::param("dummy.nodes", "link prediction's dummy pairs need at least 2 dummy nodes"));
+                }
+                (0..k)
+                    .map(|_| {
+                        let u = rng.random_range(0..k);
+                        // Uniform over the other k − 1 nodes.
+                        let v = (u + 1 + rng.random_range(0..k - 1)) % k;
+                        (u, v)
+                    })
+                    .collect()
+            }
+        };
+        let out = server.forward_samples(params, &graph, &features, &pairs)?;
         let h = out.head_input.expect("a model with a head returns its input");
         Ok((to_vec(h.sum_dim(1)), to_vec(softmax(out.logits, 1))))
     }
@@ -162,6 +184,7 @@ impl Lda {
             self.probe = Some(Probe { round, sent: update.sent.clone(), s, p });
         }
         let Probe { s, p, .. } = self.probe.as_ref().expect("just built");
+
         Ok(estimate_counts(s, p, &g, self.config.negatives))
     }
 }

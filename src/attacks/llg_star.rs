@@ -59,6 +59,8 @@ impl super::AttackConfig for LlgStarConfig {
     const SERVER_SECONDS_ON_CORA: f64 = 5.0;
 
     const ACTIVE: bool = false;
+    /// Its estimate reads the head rows of whatever a sample is: a node, or a node pair.
+    const TASKS: &'static [crate::data::Task] = &[crate::data::Task::Node, crate::data::Task::Link];
 
     fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {
         Box::new(LlgStar::new(name, self.clone()))

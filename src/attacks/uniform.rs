@@ -26,6 +26,8 @@ impl super::AttackConfig for UniformConfig {
     const SERVER_SECONDS_ON_CORA: f64 = 0.0;
 
     const ACTIVE: bool = false;
+    /// Its estimate reads the head rows of whatever a sample is: a node, or a node pair.
+    const TASKS: &'static [crate::data::Task] = &[crate::data::Task::Node, crate::data::Task::Link];
 
     fn validate(&self, federation: &crate::fed::FederationConfig, field: &str) -> Result<()> {
         self.rounds.validate(federation.rounds, &format!("{field}.rounds"))

@@ -31,7 +31,7 @@ pub use strategy::{
     ServerStrategy, ThreatModel,
 };
 
-use crate::data::{Graph, Role};
+use crate::data::{Graph, Role, Task};
 use crate::error::{Error, Result};
 use crate::model::{ModelConfig, NodeClassifier};
 use crate::privacy::PrivacyCost;
@@ -42,6 +42,8 @@ use crate::train::{self, ClientTensors, Eval, LocalData, LocalTrainer, Loss, Tra
 #[derive(Debug, Clone, PartialEq)]
 pub struct FederationSetup {
     pub seed: u64,
+    /// What the clients learn (the server's forward passes follow it).
+    pub task: Task,
     pub model: ModelConfig,
     pub train: TrainConfig,
     pub federation: FederationConfig,
@@ -205,7 +207,7 @@ impl Federation {
             return Err(Error::param("split", "no client has training nodes; nothing can be trained"));
         }
         let in_dim = in_dim.ok_or_else(|| Error::param("partition.clients", "there are no clients"))?;
-        let template = setup.model.init(in_dim, classes, rng_seed(setup.seed, "model-init"), &device.clone().autodiff())?;
+        let template = setup.model.init_for(setup.task, in_dim, classes, rng_seed(setup.seed, "model-init"), &device.clone().autodiff())?;
         let server = Arc::new(ServerContext::new(&setup, states.len(), &template, in_dim, classes, device.clone()));
         Ok(Federation { setup, clients: states, round_transforms, template, server, classes, device })
     }

@@ -11,12 +11,12 @@
 
 use std::sync::Arc;
 
-use burn::tensor::Device;
+use burn::tensor::{Device, Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
 
 use super::FederationSetup;
 use super::params::ModelParams;
-use crate::data::{Features, Graph};
+use crate::data::{Features, Graph, Task};
 use crate::error::{Error, Result};
 use crate::model::{GraphTensors, ModelConfig, NodeClassifier, NodeInput, Output};
 use crate::train::{HeadGradient, TrainConfig};
@@ -69,6 +69,8 @@ pub enum ThreatModel {
 pub struct ServerContext {
     /// The server's randomness root: derive streams with `rng::derive(seed, purpose, …)`.
     pub seed: u64,
+    /// What the clients learn: a sample is a node, or in link prediction a node pair.
+    pub task: Task,
     pub model: ModelConfig,
     pub in_dim: usize,
     pub classes: usize,
@@ -98,6 +100,7 @@ impl ServerContext {
         let param_names = ModelParams::of(&template).tensors.into_iter().map(|t| t.name).collect();
         ServerContext {
             seed: setup.seed,
+            task: setup.task,
             model: setup.model.clone(),
             in_dim,
             classes,
@@ -136,6 +139,26 @@ impl ServerContext {
         let g = GraphTensors::new(graph, &self.device)?;
         let x = NodeInput::from_features(features, self.model.first_width(self.classes), &self.device);
         Ok(self.model(params).forward_with(&x, &g, input_kprop, None))
+    }
+
+    /// The samples' forward pass on a graph the server built: one row per node, or in
+    /// link prediction one per pair of `pairs` (node ids of `graph`, `u ≠ v`).
+    pub fn forward_samples(&self, params: &ModelParams, graph: &Graph, features: &Features, pairs: &[(u32, u32)]) -> Result<Output> {
+        if self.task == Task::Node {
+            return self.forward(params, graph, features, 0);
+        }
+        if pairs.is_empty() || pairs.iter().any(|&(u, v)| u.max(v) as usize >= graph.num_nodes()) {
+            return Err(crate::error::Error::Other(format!(
+                "server forward pass: pairs must name nodes of the {}-node graph",
+                graph.num_nodes()
+            )));
+        }
+        let g = GraphTensors::new(graph, &self.device)?;
+        let x = NodeInput::from_features(features, self.model.first_width(self.classes), &self.device);
+        let (u, v): (Vec<i64>, Vec<i64>) = pairs.iter().map(|&(u, v)| (i64::from(u), i64::from(v))).unzip();
+        let n = u.len();
+        let t = |ids: Vec<i64>| Tensor::<1, Int>::from_data(TensorData::new(ids, [n]), &self.device);
+        Ok(self.model(params).forward_pairs(&x, &g, 0, None, &(t(u), t(v))))
     }
 }
 

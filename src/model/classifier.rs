@@ -9,6 +9,7 @@ use burn::module::Module;
 use burn::nn::Linear;
 use burn::tensor::{Int, Tensor, TensorCreationOptions};
 
+use crate::data::Task;
 use crate::error::{Error, Result};
 
 use super::activation::Activation;
@@ -97,6 +98,32 @@ impl ModelConfig {
         }
         Ok(NodeClassifier::new(self, in_dim, classes, seed, options.into()))
     }
+
+    /// [`init`](Self::init) for `task`: link prediction adds the pair layer the EC-LDA
+    /// code puts between the endpoints' product and the head (`fc1`: `Linear(hidden →
+    /// hidden)` and the activation; its draws come after every other layer's, so a node
+    /// model is initialised as before) and needs the head.
+    pub fn init_for(
+        &self,
+        task: Task,
+        in_dim: usize,
+        classes: usize,
+        seed: u64,
+        options: impl Into<TensorCreationOptions>,
+    ) -> Result<NodeClassifier> {
+        if task == Task::Link && !self.head {
+            return Err(Error::param("model.head", "`task: link` scores a pair through the fully connected head: set `model.head: true`"));
+        }
+        let options = options.into();
+        let mut model = self.init(in_dim, classes, seed, options.clone())?;
+        if task == Task::Link {
+            let d = model.convs.last().expect("a classifier has at least one layer").d_out();
+            // A stream of its own: the other layers' values do not depend on it.
+            let mut init = Init::new(seed ^ 0x5041_4952, options);
+            model.pair_fc = Some(Linear { weight: init.torch_linear([d, d], d), bias: Some(init.torch_linear([d], d)) });
+        }
+        Ok(model)
+    }
 }
 
 #[derive(Module, Debug)]
@@ -104,6 +131,9 @@ pub struct NodeClassifier {
     pub convs: Vec<Conv>,
     /// `Linear(hidden → classes)`, torch-default init (uniform ±1/sqrt(hidden)).
     pub head: Option<Linear>,
+    /// Link prediction: `Linear(hidden → hidden)` on h_u ⊙ h_v, then the activation,
+    /// before the head (the EC-LDA code's `fc1`).
+    pub pair_fc: Option<Linear>,
     #[module(skip)]
     pub activation: Activation,
     pub dropout: f64,
@@ -138,7 +168,14 @@ impl NodeClassifier {
         }
         let head =
             head_on.then(|| Linear { weight: init.torch_linear([d_in, classes], d_in), bias: Some(init.torch_linear([classes], d_in)) });
-        NodeClassifier { convs, head, activation: config.activation, dropout: config.dropout, kprop_steps: config.kprop_steps }
+        NodeClassifier {
+            convs,
+            head,
+            pair_fc: None,
+            activation: config.activation,
+            dropout: config.dropout,
+            kprop_steps: config.kprop_steps,
+        }
     }
 
     /// Evaluation forward pass (no dropout).
@@ -159,9 +196,10 @@ impl NodeClassifier {
         self.readout(self.embed(input, graph, input_kprop, rng))
     }
 
-    /// Link prediction: one row per pair `(u, v)`, the pair's representation h_u ⊙ h_v
-    /// (the endpoints' outputs of the GNN layers, after the activation) through the head
-    /// (without a head, the last layer's 2 outputs are the logits).
+    /// Link prediction: one row per pair `(u, v)`: the product h_u ⊙ h_v of the
+    /// endpoints' outputs of the GNN layers (after the activation), through the pair
+    /// layer and the activation when the model has one, then the head (whose input is
+    /// what the attacks read).
     pub fn forward_pairs(
         &self,
         input: &NodeInput,
@@ -172,7 +210,11 @@ impl NodeClassifier {
     ) -> Output {
         let x = self.embed(input, graph, input_kprop, rng);
         let (u, v) = pairs;
-        self.readout(x.clone().select(0, u.clone()) * x.select(0, v.clone()))
+        let pair = x.clone().select(0, u.clone()) * x.select(0, v.clone());
+        match &self.pair_fc {
+            Some(fc) => self.readout(self.activation.apply(fc.forward(pair))),
+            None => self.readout(pair),
+        }
     }
 
     /// The head on `x` (its input kept for the attacks), or `x` as the logits.
