@@ -117,6 +117,11 @@ pub struct AttackMetrics {
     pub uniform_baseline: Option<DistributionScores>,
     /// Means of `vs_trained_labels` over the reports that have one.
     pub mean_vs_trained_labels: Option<DistributionScores>,
+    /// Link prediction: the mean absolute error of the inferred share of links among a
+    /// client's training pairs (under `link.negatives: natural`, the error in its graph's
+    /// density); absent for node classification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_link_share_error: Option<f64>,
     /// Test accuracy around each round the attack reported in: an active attack that
     /// restores the model leaves `after` equal to `before`.
     pub round_effects: Vec<RoundEffect>,
@@ -161,7 +166,8 @@ pub struct Timings {
     pub total_ms: f64,
 }
 
-/// Score every report against `truth[client]` (true train-label counts), grouped by
+/// Score every report against `truth[client]` (true train-label counts; `link`: of
+/// {no link, link} over its training pairs), grouped by
 /// attack in the order attacks first reported; `notes` are the strategy's caveats.
 /// `trained[client]` are the counts of the labels it trained on (differing from the
 /// truth where a defense randomised them).
@@ -171,6 +177,7 @@ pub fn score_attacks(
     truth: &[Vec<usize>],
     trained: &[Vec<usize>],
     rounds: &[RoundMetrics],
+    link: bool,
 ) -> Vec<AttackMetrics> {
     let mut out: Vec<AttackMetrics> = Vec::new();
     for r in reports {
@@ -193,6 +200,7 @@ pub fn score_attacks(
                 mean: None,
                 uniform_baseline: None,
                 mean_vs_trained_labels: None,
+                mean_link_share_error: None,
                 round_effects: vec![],
                 notes: vec![],
             }),
@@ -202,6 +210,10 @@ pub fn score_attacks(
         a.mean = mean(a.reports.iter().map(|r| r.scores));
         a.uniform_baseline = mean(a.reports.iter().map(|r| r.uniform));
         a.mean_vs_trained_labels = mean(a.reports.iter().filter_map(|r| r.vs_trained_labels));
+        // {no link, link}: the second share is the links'.
+        a.mean_link_share_error = (link && !a.reports.is_empty()).then(|| {
+            a.reports.iter().map(|r| (r.estimate.get(1).copied().unwrap_or(0.0) - r.truth[1]).abs()).sum::<f64>() / a.reports.len() as f64
+        });
         a.notes = notes.iter().filter(|n| n.attack == a.attack).map(AttackNote::to_string).collect();
         let mut attacked: Vec<usize> = a.reports.iter().map(|r| r.round).collect();
         attacked.dedup();
@@ -273,6 +285,9 @@ pub fn attacks_md(m: &Metrics) -> String {
             mean.js_bits,
             u.js_nats
         ));
+        if let Some(e) = a.mean_link_share_error {
+            s.push_str(&format!("- the share of links among a client's training pairs (its graph's density under `link.negatives: natural`): mean absolute error {e:.4}\n"));
+        }
         if let Some(t) = a.mean_vs_trained_labels {
             s.push_str(&format!(
                 "- against the labels the clients trained on (after their defenses): cos-sim {:.4}, JS {:.4} nats\n",

@@ -40,6 +40,8 @@ pub struct RunMetrics {
     pub test_accuracy: f64,
     pub test_loss: f64,
     pub train_loss: f64,
+    /// Link prediction: the last round's test AUC-ROC (absent for node classification).
+    pub test_auc: Option<f64>,
     pub rounds: usize,
     /// Every attack of the run that reported, in the scenario's order.
     pub attacks: Vec<AttackScores>,
@@ -74,6 +76,9 @@ pub struct AttackScores {
     /// Scored against the labels the clients trained on, where a defense randomised them.
     pub vs_trained_cos_sim: Option<f64>,
     pub vs_trained_js_div: Option<f64>,
+    /// Link prediction: the error in the inferred share of links (see
+    /// `metrics::AttackMetrics::mean_link_share_error`).
+    pub link_share_error: Option<f64>,
 }
 
 impl RunMetrics {
@@ -128,6 +133,8 @@ struct Final {
     test_accuracy: Num,
     test_loss: Option<Num>,
     train_loss: Option<Num>,
+    #[serde(default)]
+    test_auc: Option<Num>,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +163,8 @@ struct Attack {
     mean: Option<Scores>,
     uniform_baseline: Option<Scores>,
     mean_vs_trained_labels: Option<Scores>,
+    #[serde(default)]
+    mean_link_share_error: Option<f64>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -186,7 +195,16 @@ pub fn read_summary(path: &Path) -> Result<RunMetrics> {
         .map(|a| {
             let ((cos_sim, js_div), (uniform_cos_sim, uniform_js_div), (vs_trained_cos_sim, vs_trained_js_div)) =
                 (scores(a.mean), scores(a.uniform_baseline), scores(a.mean_vs_trained_labels));
-            AttackScores { attack: a.attack, cos_sim, js_div, uniform_cos_sim, uniform_js_div, vs_trained_cos_sim, vs_trained_js_div }
+            AttackScores {
+                attack: a.attack,
+                cos_sim,
+                js_div,
+                uniform_cos_sim,
+                uniform_js_div,
+                vs_trained_cos_sim,
+                vs_trained_js_div,
+                link_share_error: a.mean_link_share_error,
+            }
         })
         .collect();
     let costs = || f.clients.iter().flat_map(|c| &c.privacy);
@@ -203,6 +221,7 @@ pub fn read_summary(path: &Path) -> Result<RunMetrics> {
         test_accuracy: f.last.test_accuracy.0,
         test_loss: nan(f.last.test_loss),
         train_loss: nan(f.last.train_loss),
+        test_auc: f.last.test_auc.map(|n| n.0),
         rounds: f.last.round,
         attacks,
         epsilon_spent: epsilon_spent.filter(|&e| e > 0.0),

@@ -417,7 +417,14 @@ pub fn train_label_truth(p: &Prepared) -> Vec<Vec<usize>> {
 /// The attacks' inferences of a finished federation scored against the clients' true
 /// train labels (and the labels they trained on): the only place the two meet.
 pub fn score_attacks(p: &Prepared, fed: &FedResult) -> Vec<metrics::AttackMetrics> {
-    metrics::score_attacks(&fed.attack.reports, &fed.attack.notes, &train_label_truth(p), &fed.trained_label_counts, &fed.rounds)
+    metrics::score_attacks(
+        &fed.attack.reports,
+        &fed.attack.notes,
+        &train_label_truth(p),
+        &fed.trained_label_counts,
+        &fed.rounds,
+        !p.links.is_empty(),
+    )
 }
 
 /// `metrics.json` of a finished run.

@@ -326,7 +326,7 @@ fn completions_are_printed_for_each_shell() {
     for (words, want) in [
         ("fgl-sim datasets f", "fetch"),
         ("fgl-sim datasets fetch --m", "--mirror"),
-        ("fgl-sim reproduce ec-lda --part ''", "table compressed epochs clip defense dp-utility"),
+        ("fgl-sim reproduce ec-lda --part ''", "table compressed epochs clip defense dp-utility link clients"),
     ] {
         let cword = words.split(' ').count() - 1;
         let (prev, cur) = {

@@ -51,10 +51,60 @@ pub struct LinkRatios {
     /// Test edges: ⌊test · E⌋.
     #[serde(default = "default_test")]
     pub test: f64,
-    /// Negative pairs per positive edge, in every set (1: balanced, as the EC-LDA code).
+    /// Negative pairs per positive edge, in every set (1: balanced, as the EC-LDA code),
+    /// or `natural`: each client's own non-edges per edge, so that the share of links
+    /// among its pairs is its graph's density.
     #[serde(default = "default_negatives")]
-    pub negatives: f64,
+    pub negatives: Negatives,
 }
+
+/// How many negatives a client pairs with each positive.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Negatives {
+    Ratio(f64),
+    /// Non-edges per edge of the client's graph: (n(n−1)/2 − E)/E.
+    Natural,
+}
+
+impl Serialize for Negatives {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Negatives::Ratio(r) => s.serialize_f64(*r),
+            Negatives::Natural => s.serialize_str("natural"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Negatives {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Negatives;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of negatives per positive, or `natural`")
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> std::result::Result<Negatives, E> {
+                Ok(Negatives::Ratio(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Negatives, E> {
+                Ok(Negatives::Ratio(v as f64))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Negatives, E> {
+                Ok(Negatives::Ratio(v as f64))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Negatives, E> {
+                match v {
+                    "natural" => Ok(Negatives::Natural),
+                    other => Err(E::custom(format!("`{other}`: expected a number of negatives per positive, or `natural`"))),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Training pairs one epoch may draw: `natural` on a large client asks for more.
+pub const MAX_TRAIN_NEGATIVES: usize = 5_000_000;
 
 fn default_val() -> f64 {
     0.05
@@ -64,8 +114,8 @@ fn default_test() -> f64 {
     0.3
 }
 
-fn default_negatives() -> f64 {
-    1.0
+fn default_negatives() -> Negatives {
+    Negatives::Ratio(1.0)
 }
 
 impl Default for LinkRatios {
@@ -89,8 +139,10 @@ impl LinkRatios {
         if self.val + self.test >= 1.0 {
             return Err(Error::param(field, format!("val + test = {}: no edge would be left to train on", self.val + self.test)));
         }
-        if !(self.negatives > 0.0 && self.negatives <= MAX_NEGATIVES) {
-            return Err(Error::param(format!("{field}.negatives"), format!("{}: allowed (0, {MAX_NEGATIVES}]", self.negatives)));
+        if let Negatives::Ratio(r) = self.negatives
+            && !(r > 0.0 && r <= MAX_NEGATIVES)
+        {
+            return Err(Error::param(format!("{field}.negatives"), format!("{r}: allowed (0, {MAX_NEGATIVES}] or `natural`")));
         }
         Ok(())
     }
@@ -159,8 +211,21 @@ impl LinkSplit {
         };
         let train_graph = build(&train)?;
         let test_graph = build(&[train.as_slice(), val.as_slice()].concat())?;
-        let count = |positives: usize| (ratios.negatives * positives as f64).round() as usize;
+        let ratio = match ratios.negatives {
+            Negatives::Ratio(r) => r,
+            Negatives::Natural if e == 0 => 0.0,
+            Negatives::Natural => (n as f64 * (n as f64 - 1.0) / 2.0 - e as f64) / e as f64,
+        };
+        let count = |positives: usize| (ratio * positives as f64).round() as usize;
         let train_negatives = count(train.len());
+        if train_negatives > MAX_TRAIN_NEGATIVES {
+            return Err(Error::param(
+                "link.negatives",
+                format!(
+                    "{train_negatives} training negatives per epoch on a graph of {n} nodes and {e} edges (at most {MAX_TRAIN_NEGATIVES}): give a ratio"
+                ),
+            ));
+        }
         // Each epoch draws them afresh: there must be that many non-edges.
         free_pairs(graph, train_negatives, 0)?;
         // Validation and test negatives apart from each other.
@@ -241,7 +306,9 @@ mod tests {
     fn held_out_edges_never_reach_message_passing() {
         let g = ring();
         assert_eq!(g.num_edges(), 80);
-        let s = LinkSplit::random(&g, LinkRatios { val: 0.1, test: 0.3, negatives: 1.0 }, &mut rng::derive(1, "link", &[])).unwrap();
+        let s =
+            LinkSplit::random(&g, LinkRatios { val: 0.1, test: 0.3, negatives: Negatives::Ratio(1.0) }, &mut rng::derive(1, "link", &[]))
+                .unwrap();
         // ⌊0.1 · 80⌋ = 8 validation, ⌊0.3 · 80⌋ = 24 test, the other 48 train.
         assert_eq!(
             (s.train.len(), s.val.labels.iter().filter(|&&l| l == 1).count(), s.test.labels.iter().filter(|&&l| l == 1).count()),
@@ -266,7 +333,7 @@ mod tests {
     #[test]
     fn negatives_are_non_edges_drawn_once_and_reproducibly() {
         let g = ring();
-        let ratios = LinkRatios { val: 0.1, test: 0.3, negatives: 2.0 };
+        let ratios = LinkRatios { val: 0.1, test: 0.3, negatives: Negatives::Ratio(2.0) };
         let s = LinkSplit::random(&g, ratios, &mut rng::derive(1, "link", &[])).unwrap();
         let edges = set(&g);
         let negatives: Vec<(u32, u32)> =
@@ -283,6 +350,22 @@ mod tests {
         // Training negatives drawn afresh avoid every edge, validation's and test's too.
         let fresh = negative_pairs(&g, 48, &HashSet::new(), &mut rng::derive(1, "neg", &[0])).unwrap();
         assert!(fresh.iter().all(|e| !edges.contains(e)));
+    }
+
+    /// `natural`: each client's own non-edges per edge, so the share of links among its
+    /// pairs is its density. The ring: 80 edges of 780 pairs, 700 free, 8.75 per edge.
+    #[test]
+    fn natural_negatives_make_the_share_of_links_the_density() {
+        let g = ring();
+        let ratios: LinkRatios = serde_norway::from_str("{val: 0.1, test: 0.3, negatives: natural}").unwrap();
+        assert_eq!(ratios.negatives, Negatives::Natural);
+        let s = LinkSplit::random(&g, ratios, &mut rng::derive(1, "link", &[])).unwrap();
+        assert_eq!((s.train.len(), s.train_negatives), (48, 420));
+        let density = 80.0 / 780.0;
+        assert!((s.train.len() as f64 / s.train_pairs() as f64 - density).abs() < 1e-12);
+        assert!((s.test.positive_share() - 24.0 / (24.0 + 210.0)).abs() < 1e-12);
+        let e = serde_norway::from_str::<LinkRatios>("{negatives: many}").unwrap_err().to_string();
+        assert!(e.contains("`many`: expected a number of negatives per positive, or `natural`"), "{e}");
     }
 
     #[test]
@@ -303,11 +386,11 @@ mod tests {
     fn bad_ratios_and_too_dense_graphs_are_refused() {
         let g = graph(4, &[(0, 1), (0, 2), (0, 3), (1, 2), (1, 3)]);
         let e = |r: LinkRatios| LinkSplit::random(&g, r, &mut rng::derive(0, "link", &[])).unwrap_err().to_string();
-        assert!(e(LinkRatios { val: 0.5, test: 0.5, negatives: 1.0 }).contains("no edge would be left"));
+        assert!(e(LinkRatios { val: 0.5, test: 0.5, negatives: Negatives::Ratio(1.0) }).contains("no edge would be left"));
         assert!(e(LinkRatios { val: -0.1, ..LinkRatios::default() }).contains("link.val"));
-        assert!(e(LinkRatios { negatives: 0.0, ..LinkRatios::default() }).contains("link.negatives"));
+        assert!(e(LinkRatios { negatives: Negatives::Ratio(0.0), ..LinkRatios::default() }).contains("link.negatives"));
         // K4 minus one edge has 1 free pair; 2 test edges need 2 negatives.
-        let m = e(LinkRatios { val: 0.0, test: 0.4, negatives: 1.0 });
+        let m = e(LinkRatios { val: 0.0, test: 0.4, negatives: Negatives::Ratio(1.0) });
         assert!(m.contains("link.negatives") && m.contains("only 1 free"), "{m}");
     }
 }

@@ -35,6 +35,11 @@ pub enum EcLdaPart {
     /// DP-GNN's test accuracy (GCN) against ε ∈ {1, 2, 4, 8, 16, 32, ∞}, centralized and
     /// over the 10 clients, with the noise multiplier σ the clients got.
     DpUtility,
+    /// Table 4: EC-LDA on federated link prediction ({no link, link} of each client's
+    /// training pairs) × GCN, GAT, SAGE, in the published link setting.
+    Link,
+    /// Figure 9: EC-LDA with 5, 10, 20 and 50 Fluid clients.
+    Clients,
 }
 
 impl EcLdaPart {
@@ -47,6 +52,8 @@ impl EcLdaPart {
             EcLdaPart::Clip => "clip",
             EcLdaPart::Defense => "defense",
             EcLdaPart::DpUtility => "dp-utility",
+            EcLdaPart::Link => "link",
+            EcLdaPart::Clients => "clients",
         }
     }
 }
@@ -175,7 +182,16 @@ mod tests {
     fn the_ec_lda_code_calibration_is_named_in_the_setting_and_only_there() {
         let t = PaperTable::builtin("ec-lda");
         let names: Vec<&str> = t.spec.parts.iter().map(|p| p.name.as_str()).collect();
-        let all = [EcLdaPart::Table, EcLdaPart::Compressed, EcLdaPart::Epochs, EcLdaPart::Clip, EcLdaPart::Defense, EcLdaPart::DpUtility];
+        let all = [
+            EcLdaPart::Table,
+            EcLdaPart::Compressed,
+            EcLdaPart::Epochs,
+            EcLdaPart::Clip,
+            EcLdaPart::Defense,
+            EcLdaPart::DpUtility,
+            EcLdaPart::Link,
+            EcLdaPart::Clients,
+        ];
         assert_eq!(names, all.map(EcLdaPart::name));
         assert_eq!(t.parts(&[]).unwrap(), ["table", "compressed", "epochs", "clip"]);
         let dp: Vec<usize> = (0..t.ids().len())

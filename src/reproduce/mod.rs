@@ -166,7 +166,7 @@ pub const ABOVE_BASELINE: &str =
 pub const UNEXPLAINED: &str = "outside the paper's tolerance; cause not established";
 
 /// The keys a `setting` may use, in the order they appear.
-pub const SETTING_KEYS: [&str; 15] = [
+pub const SETTING_KEYS: [&str; 16] = [
     "features",
     "mechanism",
     "method",
@@ -182,6 +182,7 @@ pub const SETTING_KEYS: [&str; 15] = [
     "clip",
     "calibration",
     "variant",
+    "clients",
 ];
 
 /// A cell's `setting` from `(key, value)` pairs in any order: sorted into

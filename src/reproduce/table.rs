@@ -161,9 +161,10 @@ pub struct Row {
     pub setting: BTreeMap<String, serde_norway::Value>,
     #[serde(default)]
     pub of: RowSource,
-    /// Among those `of` gives: `test_accuracy` (%) and `sigma` (the clients' mean noise
-    /// multiplier, where DP training set one) of the run; `cos_sim` and `js_div` of an
-    /// attack.
+    /// Among those `of` gives: `test_accuracy` (%), `test_auc` (link prediction) and
+    /// `sigma` (the clients' mean noise multiplier, where DP training set one) of the
+    /// run; `cos_sim` and `js_div` of an attack, and `link_share_error` (link
+    /// prediction: the error in the share of links it inferred, see `docs/scenarios.md`).
     #[serde(default = "accuracy_only")]
     pub metrics: Vec<String>,
 }
@@ -191,7 +192,8 @@ pub enum RowSource {
 impl RowSource {
     fn metrics(self) -> &'static [&'static str] {
         match self {
-            RowSource::Run => &["test_accuracy", "sigma"],
+            RowSource::Run => &["test_accuracy", "test_auc", "sigma"],
+            RowSource::EachAttack => &["cos_sim", "js_div", "link_share_error"],
             _ => &["cos_sim", "js_div"],
         }
     }
@@ -653,7 +655,7 @@ impl PaperTable {
 }
 
 /// The metrics a row may give.
-pub const METRICS: [&str; 4] = ["test_accuracy", "sigma", "cos_sim", "js_div"];
+pub const METRICS: [&str; 6] = ["test_accuracy", "test_auc", "sigma", "cos_sim", "js_div", "link_share_error"];
 
 /// A cell's rows: its own, or its test accuracy in the setting's table.
 fn rows_of(cell: &TableCell) -> Vec<Row> {
@@ -825,6 +827,8 @@ fn values_of(row: &Row, r: &RunMetrics) -> Vec<(Option<String>, &'static str, f6
             for m in &row.metrics {
                 match m.as_str() {
                     "test_accuracy" => out.push((None, metric(m), 100.0 * r.test_accuracy)),
+                    // Only for link prediction.
+                    "test_auc" => out.extend(r.test_auc.map(|a| (None, metric(m), a))),
                     // Only where DP training set a noise multiplier.
                     _ if r.noise_multipliers.is_empty() => {}
                     _ => out.push((None, metric(m), r.noise_multipliers.iter().sum::<f64>() / r.noise_multipliers.len() as f64)),
@@ -841,7 +845,13 @@ fn values_of(row: &Row, r: &RunMetrics) -> Vec<(Option<String>, &'static str, f6
                 let scores =
                     if row.of == RowSource::EachAttack { a.cos_sim.zip(a.js_div) } else { a.vs_trained_cos_sim.zip(a.vs_trained_js_div) };
                 if let Some((cos, js)) = scores {
-                    out.extend(row.metrics.iter().map(|m| (Some(a.attack.clone()), metric(m), pick(cos, js, m))));
+                    for m in &row.metrics {
+                        match m.as_str() {
+                            // Only for link prediction.
+                            "link_share_error" => out.extend(a.link_share_error.map(|e| (Some(a.attack.clone()), metric(m), e))),
+                            _ => out.push((Some(a.attack.clone()), metric(m), pick(cos, js, m))),
+                        }
+                    }
                 }
             }
         }
