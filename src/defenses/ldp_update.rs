@@ -40,6 +40,9 @@ fn default_delta() -> f64 {
 }
 
 impl super::DefenseConfig for LdpUpdateConfig {
+    /// It acts on the update, whatever the samples were.
+    const TASKS: &'static [crate::data::Task] = &[crate::data::Task::Node, crate::data::Task::Link];
+
     fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
         if !(self.clip > 0.0 && self.clip.is_finite()) {
             return Err(Error::param("clip", format!("{} is not allowed: the update's L2 bound must be a finite number > 0", self.clip)));
