@@ -515,3 +515,21 @@ fn the_emitted_slurm_array_runs_on_slurm_and_collects_to_the_direct_report() {
         assert!(metrics.contains(&format!("\"scenario\": \"{name}\"")), "task {i}: {name}");
     }
 }
+
+/// `tasks:` is an axis like `models:`: each cell's scenario has its task, the id and the
+/// columns name it; an attack that does not support a task is refused naming both.
+#[test]
+fn tasks_are_an_axis() {
+    let m = load(&format!("{BASE}tasks: [node, link]\nattacks: [ec-lda, uniform]\n")).unwrap();
+    assert_eq!(m.cells.len(), 4);
+    let ids: Vec<&str> = m.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["task=node,attack=ec-lda", "task=node,attack=uniform", "task=link,attack=ec-lda", "task=link,attack=uniform"]);
+    let tasks: Vec<fgl_sim::data::Task> = m.cells.iter().map(|c| c.scenario.task).collect();
+    assert_eq!(tasks[..2], [fgl_sim::data::Task::Node; 2]);
+    assert_eq!(tasks[2..], [fgl_sim::data::Task::Link; 2]);
+    assert_eq!(m.param(2, "task"), Some("link"));
+    let e = load(&format!("{BASE}tasks: [link]\nattacks: [infiltrator]\n")).unwrap_err();
+    assert!(e.contains("task=link") && e.contains("`infiltrator` does not support `task: link`"), "{e}");
+    let e = load(&format!("{BASE}tasks: [graph]\n")).unwrap_err();
+    assert!(e.contains("task"), "{e}");
+}

@@ -6,6 +6,7 @@
 //! base: ../quickstart.yaml       # the base scenario (relative to this file), or
 //! # scenario: {dataset: {name: synthetic}, …}   an inline one
 //! datasets: [cora, citeseer]     # dataset.name
+//! tasks: [node, link]            # task (link needs `model.head: true` in the base)
 //! models: [gcn, sage]            # model.arch, or maps of model fields with a `name`
 //! attacks: [ec-lda, [lda, ilrg]] # scenario entries: preset names, files, inline maps;
 //!                                # a list: attacks observing one federation
@@ -22,7 +23,7 @@
 //! seeds: 3                       # 0, 1, 2; or a list
 //! ```
 //!
-//! Cells come in a fixed order: dataset, model, attack, defense, then the `sweep` paths
+//! Cells come in a fixed order: dataset, task, model, attack, defense, then the `sweep` paths
 //! in the file's order, each varying fastest last. A cell's id names the axis values it
 //! was given (`dataset=cora,defense=ldp-labels,defense.epsilon=1`); it is its directory's
 //! name, so two cells with one id are an error.
@@ -53,6 +54,8 @@ struct MatrixFile {
     datasets: Option<Vec<String>>,
     #[serde(default)]
     models: Option<Vec<Value>>,
+    #[serde(default)]
+    tasks: Option<Vec<String>>,
     #[serde(default)]
     attacks: Option<Vec<Value>>,
     #[serde(default)]
@@ -202,6 +205,20 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
             })
             .collect();
         axes.push(("dataset".into(), choices));
+    }
+    if let Some(list) = &m.tasks {
+        non_empty("tasks", list.len())?;
+        // A column and an id part of its own, like a swept path: matrices without the
+        // axis keep their columns.
+        let choices = list
+            .iter()
+            .map(|t| Choice {
+                label: t.clone(),
+                swept: vec![("task".into(), t.clone())],
+                sets: vec![("task".into(), Value::String(t.clone()))],
+            })
+            .collect();
+        axes.push(("task".into(), choices));
     }
     if let Some(list) = &m.models {
         non_empty("models", list.len())?;
