@@ -409,7 +409,7 @@ pub fn execute(scenario: &Scenario, stem: &str, opts: &RunOptions) -> Result<Run
 /// link}).
 pub fn train_label_truth(p: &Prepared) -> Vec<Vec<usize>> {
     if !p.links.is_empty() {
-        return p.links.iter().map(|s| vec![s.train_negatives, s.train.len()]).collect();
+        return p.links.iter().map(LinkSplit::label_counts).collect();
     }
     p.clients.iter().map(|c| p.dataset.label_counts(c.nodes.iter().copied().filter(|&n| p.split.roles[n] == Role::Train))).collect()
 }

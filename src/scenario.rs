@@ -205,13 +205,10 @@ impl Scenario {
         }
         match (self.task, &self.link) {
             (Task::Node, Some(_)) => return Err(Error::param("link", "only with `task: link`")),
-            (Task::Link, _) if !self.model.head => {
-                return Err(Error::param(
-                    "model.head",
-                    "`task: link` scores a pair through the fully connected head: set `model.head: true`",
-                ));
+            (Task::Link, link) => {
+                self.model.check_task(Task::Link)?;
+                link.unwrap_or_default().validate("link")?
             }
-            (Task::Link, link) => link.unwrap_or_default().validate("link")?,
             _ => {}
         }
         let task = self.task;

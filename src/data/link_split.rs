@@ -190,6 +190,12 @@ impl LinkSplit {
         self.train.len() + self.train_negatives
     }
 
+    /// Counts of an epoch's training pairs per class, {no link, link}: what the
+    /// label-distribution attacks infer.
+    pub fn label_counts(&self) -> Vec<usize> {
+        vec![self.train_negatives, self.train.len()]
+    }
+
     /// Split `graph`'s edges by `ratios` with `rng`: shuffle, cut ⌊val·E⌋ validation and
     /// ⌊test·E⌋ test edges off the end (as `RandomLinkSplit`), and draw their negatives
     /// against every edge of `graph`.

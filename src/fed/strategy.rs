@@ -11,14 +11,14 @@
 
 use std::sync::Arc;
 
-use burn::tensor::{Device, Int, Tensor, TensorData};
+use burn::tensor::Device;
 use serde::{Deserialize, Serialize};
 
 use super::FederationSetup;
 use super::params::ModelParams;
 use crate::data::{Features, Graph, Task};
 use crate::error::{Error, Result};
-use crate::model::{GraphTensors, ModelConfig, NodeClassifier, NodeInput, Output};
+use crate::model::{GraphTensors, ModelConfig, NodeClassifier, NodeInput, Output, pairs_on};
 use crate::train::{HeadGradient, TrainConfig};
 
 /// Where the federation stands.
@@ -127,6 +127,12 @@ impl ServerContext {
     /// `input_kprop` KProp rounds are applied to them on top of the model's own (a
     /// client's graph queried under LPGNN's KProp_x).
     pub fn forward(&self, params: &ModelParams, graph: &Graph, features: &Features, input_kprop: usize) -> Result<Output> {
+        let (g, x) = self.inputs(graph, features)?;
+        Ok(self.model(params).forward_with(&x, &g, input_kprop, None))
+    }
+
+    /// A graph the server built and its features on the device, their shapes checked.
+    fn inputs(&self, graph: &Graph, features: &Features) -> Result<(GraphTensors, NodeInput)> {
         if features.cols() != self.in_dim || features.rows() != graph.num_nodes() {
             return Err(crate::error::Error::Other(format!(
                 "server forward pass: features are {}×{}, expected {}×{} (nodes × model input)",
@@ -137,8 +143,7 @@ impl ServerContext {
             )));
         }
         let g = GraphTensors::new(graph, &self.device)?;
-        let x = NodeInput::from_features(features, self.model.first_width(self.classes), &self.device);
-        Ok(self.model(params).forward_with(&x, &g, input_kprop, None))
+        Ok((g, NodeInput::from_features(features, self.model.first_width(self.classes), &self.device)))
     }
 
     /// The samples' forward pass on a graph the server built: one row per node, or in
@@ -147,18 +152,13 @@ impl ServerContext {
         if self.task == Task::Node {
             return self.forward(params, graph, features, 0);
         }
-        if pairs.is_empty() || pairs.iter().any(|&(u, v)| u.max(v) as usize >= graph.num_nodes()) {
-            return Err(crate::error::Error::Other(format!(
-                "server forward pass: pairs must name nodes of the {}-node graph",
-                graph.num_nodes()
-            )));
-        }
-        let g = GraphTensors::new(graph, &self.device)?;
-        let x = NodeInput::from_features(features, self.model.first_width(self.classes), &self.device);
-        let (u, v): (Vec<i64>, Vec<i64>) = pairs.iter().map(|&(u, v)| (i64::from(u), i64::from(v))).unzip();
-        let n = u.len();
-        let t = |ids: Vec<i64>| Tensor::<1, Int>::from_data(TensorData::new(ids, [n]), &self.device);
-        Ok(self.model(params).forward_pairs(&x, &g, 0, None, &(t(u), t(v))))
+        let (g, x) = self.inputs(graph, features)?;
+        let pairs = pairs_on(pairs.iter(), &self.device)
+            .filter(|_| pairs.iter().all(|&(u, v)| (u.max(v) as usize) < graph.num_nodes()))
+            .ok_or_else(|| {
+                crate::error::Error::Other(format!("server forward pass: pairs must name nodes of the {}-node graph", graph.num_nodes()))
+            })?;
+        Ok(self.model(params).forward_pairs(&x, &g, 0, None, &pairs))
     }
 }
 

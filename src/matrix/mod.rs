@@ -131,17 +131,17 @@ pub fn run_in(m: &Matrix, out: &Path, opts: &MatrixOptions) -> Result<Outcome> {
     // estimates check them.
     let sizes = sizes(m, opts);
     let estimate: Vec<u32> = estimates(m, &sizes).into_iter().map(|t| t.map_or(0, |s| (s * 1e3).min(u32::MAX as f64) as u32)).collect();
-    execute_sized(m, out, opts, &|c| estimate[c], Some(&sizes))
+    execute_sized(m, out, opts, &|c| estimate[c], &sizes)
 }
 
-/// [`execute`] with the cells' graph sizes when the caller has them (`None`: found here
-/// if the memory check needs them).
+/// [`run_in`] with the cells' graph `sizes` (for the memory check), the runs of cell `c`
+/// started in decreasing `cost(c)`.
 fn execute_sized(
     m: &Matrix,
     out: &Path,
     opts: &MatrixOptions,
     cost: &(dyn Fn(usize) -> u32 + Sync),
-    sizes: Option<&[Option<crate::estimate::DataSize>]>,
+    sizes: &[Option<crate::estimate::DataSize>],
 ) -> Result<Outcome> {
     let out = out.to_path_buf();
     if out.exists() && !out.is_dir() {
@@ -160,14 +160,6 @@ fn execute_sized(
     // one run at a time on 2 threads; it used to start 2 runs of 1 thread, as `--jobs 2`).
     let threads = jobs * (backend::available_cores() / jobs).max(1);
     if let Some(limit) = opts.max_memory {
-        let found;
-        let sizes = match sizes {
-            Some(s) => s,
-            None => {
-                found = self::sizes(m, opts);
-                &found
-            }
-        };
         check_memory(m, sizes, &todo, jobs, threads / jobs.min(todo.len()).max(1), limit)?;
     }
     let show = !opts.quiet && std::io::stderr().is_terminal();

@@ -7,7 +7,7 @@
 
 use burn::module::Module;
 use burn::nn::Linear;
-use burn::tensor::{Int, Tensor, TensorCreationOptions};
+use burn::tensor::{Device, Int, Tensor, TensorCreationOptions, TensorData};
 
 use crate::data::Task;
 use crate::error::{Error, Result};
@@ -26,6 +26,14 @@ use crate::rng::Rng;
 
 /// Node pairs `(u, v)` as two index tensors.
 pub type Pairs = (Tensor<1, Int>, Tensor<1, Int>);
+
+/// `pairs` as [`Pairs`] on `device` (`None` for none: Burn tensors cannot be empty on
+/// every backend).
+pub fn pairs_on<'a>(pairs: impl Iterator<Item = &'a (u32, u32)>, device: &Device) -> Option<Pairs> {
+    let (u, v): (Vec<i64>, Vec<i64>) = pairs.map(|&(u, v)| (i64::from(u), i64::from(v))).unzip();
+    let n = u.len();
+    (n > 0).then(|| (Tensor::from_data(TensorData::new(u, [n]), device), Tensor::from_data(TensorData::new(v, [n]), device)))
+}
 
 /// One GNN layer of any architecture.
 #[derive(Module, Debug)]
@@ -99,6 +107,14 @@ impl ModelConfig {
         Ok(NodeClassifier::new(self, in_dim, classes, seed, options.into()))
     }
 
+    /// Whether the model can learn `task`: link prediction scores a pair through the head.
+    pub fn check_task(&self, task: Task) -> Result<()> {
+        if task == Task::Link && !self.head {
+            return Err(Error::param("model.head", "`task: link` scores a pair through the fully connected head: set `model.head: true`"));
+        }
+        Ok(())
+    }
+
     /// [`init`](Self::init) for `task`: link prediction adds the pair layer the EC-LDA
     /// code puts between the endpoints' product and the head (`fc1`: `Linear(hidden →
     /// hidden)` and the activation; its draws come after every other layer's, so a node
@@ -111,9 +127,7 @@ impl ModelConfig {
         seed: u64,
         options: impl Into<TensorCreationOptions>,
     ) -> Result<NodeClassifier> {
-        if task == Task::Link && !self.head {
-            return Err(Error::param("model.head", "`task: link` scores a pair through the fully connected head: set `model.head: true`"));
-        }
+        self.check_task(task)?;
         let options = options.into();
         let mut model = self.init(in_dim, classes, seed, options.clone())?;
         if task == Task::Link {

@@ -29,7 +29,7 @@ pub mod spmm;
 pub(crate) mod tests;
 
 pub use activation::Activation;
-pub use classifier::{Conv, NodeClassifier, Output, Pairs};
+pub use classifier::{Conv, NodeClassifier, Output, Pairs, pairs_on};
 pub use config::{Arch, Hidden, ModelConfig, check_kprop_steps};
 pub use gat::GatConv;
 pub use gcn::GcnConv;

@@ -32,6 +32,5 @@ pub fn variant(model: Backbone, lcc: bool) -> Variant {
         stem_suffix: format!("{}{}", if lcc { "-lcc" } else { "" }, if model == Backbone::Sage { "" } else { "-gcn" }),
         title: if lcc { " (largest connected component)".into() } else { String::new() },
         compare: !lcc,
-        fill: vec![],
     }
 }

@@ -786,8 +786,6 @@ fn parse_published(text: &str, file: &str) -> Result<Vec<Published>> {
 #[derive(Debug, Clone, Default)]
 pub struct Variant {
     pub overrides: Vec<String>,
-    /// Words filled into the intro (`{key}` → value) before the table's own.
-    pub fill: Vec<(String, String)>,
     pub stem_suffix: String,
     pub title: String,
     pub compare: bool,
@@ -995,10 +993,6 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
     }
     let rounds = if spec.parts.is_empty() { rounds } else { scenario_rounds };
     let fill = |text: &str| {
-        let mut text = text.to_string();
-        for (k, v) in &variant.fill {
-            text = text.replace(&format!("{{{k}}}"), v);
-        }
         let text = text
             .replace("{dataset}", &opts.dataset)
             .replace("{variant}", &variant.title)

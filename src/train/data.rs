@@ -6,7 +6,7 @@ use burn::tensor::{Device, Int, Tensor, TensorData};
 use crate::data::link_split::{LabelledPairs, negative_pairs};
 use crate::data::{Dataset, Features, Graph, LinkSplit, Role, Split};
 use crate::error::Result;
-use crate::model::{GraphTensors, NodeInput, Pairs};
+use crate::model::{GraphTensors, NodeInput, Pairs, pairs_on};
 use crate::partition::Client;
 
 /// One client's private data on the host: its induced subgraph, features, labels and
@@ -92,7 +92,7 @@ impl LocalData {
     /// ({no link, link}).
     pub fn train_label_counts(&self) -> Vec<usize> {
         if let Some(split) = &self.link {
-            return vec![split.train_negatives, split.train.len()];
+            return split.label_counts();
         }
         let mut counts = vec![0usize; self.classes];
         for (label, role) in self.labels.iter().zip(&self.roles) {
@@ -139,12 +139,6 @@ impl NodeSet {
     }
 }
 
-fn pairs_tensor<'a>(pairs: impl Iterator<Item = &'a (u32, u32)>, device: &Device) -> Option<Pairs> {
-    let (u, v): (Vec<i64>, Vec<i64>) = pairs.map(|&(u, v)| (i64::from(u), i64::from(v))).unzip();
-    let n = u.len();
-    (n > 0).then(|| (Tensor::from_data(TensorData::new(u, [n]), device), Tensor::from_data(TensorData::new(v, [n]), device)))
-}
-
 /// A client's link-prediction data: the validation and test pairs on the device, the
 /// graph message passing sees when testing, and what drawing each epoch's training
 /// negatives needs on the host.
@@ -166,7 +160,7 @@ impl LinkTensors {
     /// says, drawn afresh with `rng` (`None` without training edges).
     pub fn train_pairs(&self, rng: &mut crate::rng::Rng) -> Option<Pairs> {
         let negatives = negative_pairs(&self.graph, self.negatives, &Default::default(), rng).expect("counted when the split was made");
-        pairs_tensor(self.train_pos.iter().chain(&negatives), &self.device)
+        pairs_on(self.train_pos.iter().chain(&negatives), &self.device)
     }
 }
 
@@ -207,8 +201,8 @@ impl ClientTensors {
                     train_pos: s.train.clone(),
                     graph: s.graph.clone(),
                     negatives: s.train_negatives,
-                    val: pairs_tensor(s.val.pairs.iter(), device),
-                    test: pairs_tensor(s.test.pairs.iter(), device),
+                    val: pairs_on(s.val.pairs.iter(), device),
+                    test: pairs_on(s.test.pairs.iter(), device),
                     test_graph: GraphTensors::new(&s.test_graph, device)?,
                     device: device.clone(),
                 };
