@@ -11,7 +11,7 @@ epochs each, sequential clients, sample-weighted parameter average) of the 2 x 1
 models on Cora and PubMed, on the same Louvain clients as `fgl-sim bench train` (read
 from `PATH partition --json`).
 
-    python bench/pyg_epoch.py DATA_DIR [--threads T] [--epochs N] [--fgl-sim PATH --rounds R]
+    python bench/pyg_epoch.py DATA_DIR [--threads T] [--epochs N] [--device cpu|cuda] [--fgl-sim PATH --rounds R]
 """
 import argparse, time
 import numpy as np, scipy.sparse as sp, torch
@@ -22,7 +22,12 @@ from torch_geometric.utils import to_undirected, remove_self_loops, coalesce
 p = argparse.ArgumentParser()
 p.add_argument("data_dir"); p.add_argument("--threads", type=int, default=2); p.add_argument("--epochs", type=int, default=20)
 p.add_argument("--fgl-sim", dest="fgl_sim"); p.add_argument("--rounds", type=int, default=4)
+p.add_argument("--device", default="cpu", help="torch device: cpu, or cuda for PyG-CUDA beside `--backend wgpu`")
 a = p.parse_args()
+dev = torch.device(a.device)
+def sync():
+    """Wait for the GPU, so that a timer reads the work done, not the work queued."""
+    if dev.type == "cuda": torch.cuda.synchronize()
 torch.set_num_threads(a.threads)
 torch.manual_seed(0)
 
@@ -59,21 +64,25 @@ class EcLda(torch.nn.Module):
     def forward(s, x, ei):
         return s.fc2(F.relu(s.c2(F.relu(s.c1(x, ei)), ei)))
 
+def device_name():
+    return torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"{a.threads} threads"
+
 workloads = [("cora", cora(), Net), ("synthetic-20k", synthetic(), Net),
              ("pubmed", cora("planetoid/derived/pubmed.npz"), Net), ("cora-512-64", cora(), EcLda)]
 for name, (x, ei, y, c), net in workloads:
     ei = coalesce(to_undirected(remove_self_loops(ei)[0]))
     train = torch.rand(x.shape[0], generator=torch.Generator().manual_seed(1)) < 0.5
     line = f"{name:<14} {x.shape[0]:>6} nodes {ei.shape[1] // 2:>6} edges | ms/epoch"
+    x, ei, y, train = x.to(dev), ei.to(dev), y.to(dev), train.to(dev)
     for arch in ["gcn", "sage", "gat"]:
-        m = net(arch, x.shape[1], c); opt = torch.optim.SGD(m.parameters(), lr=0.1, weight_decay=5e-4); m.train()
+        m = net(arch, x.shape[1], c).to(dev); opt = torch.optim.SGD(m.parameters(), lr=0.1, weight_decay=5e-4); m.train()
         times = []
         for _ in range(a.epochs + 1):
-            t = time.perf_counter()
+            sync(); t = time.perf_counter()
             opt.zero_grad(); loss = F.cross_entropy(m(x, ei)[train], y[train]); loss.backward(); opt.step()
-            times.append((time.perf_counter() - t) * 1e3)
+            sync(); times.append((time.perf_counter() - t) * 1e3)
         line += f" {arch} {np.median(times[1:]):7.1f}"
-    print(line + f"   (torch {torch.__version__}, {a.threads} threads)")
+    print(line + f"   (torch {torch.__version__}, {device_name()})")
 
 def fedavg(name, dataset, data, rounds):
     """Seconds per FedAvg round on fgl-sim's Louvain clients (seed 0, 10 clients)."""
@@ -89,24 +98,24 @@ def fedavg(name, dataset, data, rounds):
     for k in range(10):
         nodes = torch.tensor([v for v, cl in enumerate(assign) if cl == k], dtype=torch.long)
         sub, _ = subgraph(nodes, ei, relabel_nodes=True, num_nodes=x.shape[0])
-        clients.append((x[nodes], sub, y[nodes], train[nodes]))
+        clients.append((x[nodes].to(dev), sub.to(dev), y[nodes].to(dev), train[nodes].to(dev)))
     line = f"{name:<14} FedAvg 10 Louvain clients, E = 5 | s/round"
     for arch in ["gcn", "sage", "gat"]:
-        glob = Net(arch, x.shape[1], c); times = []
+        glob = Net(arch, x.shape[1], c).to(dev); times = []
         for _ in range(rounds + 1):
-            t = time.perf_counter()
+            sync(); t = time.perf_counter()
             states, weights = [], []
             for (xc, eic, yc, tc) in clients:
-                m = Net(arch, x.shape[1], c); m.load_state_dict(glob.state_dict()); m.train()
+                m = Net(arch, x.shape[1], c).to(dev); m.load_state_dict(glob.state_dict()); m.train()
                 opt = torch.optim.SGD(m.parameters(), lr=0.1, weight_decay=5e-4)
                 for _ in range(5):
                     opt.zero_grad(); F.cross_entropy(m(xc, eic)[tc], yc[tc]).backward(); opt.step()
                 states.append(m.state_dict()); weights.append(float(tc.sum()))
             total = sum(weights)
             glob.load_state_dict({k: sum(w * s[k] for s, w in zip(states, weights)) / total for k in states[0]})
-            times.append(time.perf_counter() - t)
+            sync(); times.append(time.perf_counter() - t)
         line += f" {arch} {np.median(times[1:]):6.3f}"
-    print(line + f"   (torch {torch.__version__}, {a.threads} threads)")
+    print(line + f"   (torch {torch.__version__}, {device_name()})")
 
 if a.fgl_sim:
     fedavg("cora", "cora", cora(), a.rounds)

@@ -255,3 +255,71 @@ fn local_dp_on_the_update_protects_link_prediction() {
     let eps = m["clients"][0]["epsilon_total"].as_f64().unwrap();
     assert!(eps > 0.0 && eps.is_finite(), "ε {eps}");
 }
+
+/// `fgl-sim link-split` prints the split a run trains on, in global node ids: each
+/// client's training, validation and test positives are exactly its own edges, once each,
+/// in RandomLinkSplit's proportions; every negative is a pair of the client's nodes that
+/// is no edge of the graph; the labels say which is which; and a node task is refused.
+#[test]
+fn link_split_prints_each_clients_split_in_global_ids() {
+    use std::collections::HashSet;
+    let sets = ["task=link", "model.head=true", "dataset.synthetic.nodes=400", "partition.clients=3"];
+    let mut args = vec!["link-split", "scenarios/quickstart.yaml"];
+    for s in &sets {
+        args.extend(["--set", s]);
+    }
+    let o = fgl(&args, None);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out: Value = serde_json::from_slice(&o.stdout).unwrap();
+
+    // The graph and the clients, rebuilt here from the library.
+    let overrides: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let scenario = fgl_sim::scenario::Scenario::load(std::path::Path::new("scenarios/quickstart.yaml"), &overrides).unwrap();
+    let dataset = fgl_sim::data::registry::load("synthetic", None, &scenario.synthetic(), scenario.seed).unwrap();
+    let partition = fgl_sim::partition::partition(&dataset, &scenario.partition, scenario.seed).unwrap();
+    let edges: HashSet<(usize, usize)> = dataset.graph.edges().map(|(u, v)| (u.min(v), u.max(v))).collect();
+    let pair = |p: &Value| {
+        let (u, v) = (p[0].as_u64().unwrap() as usize, p[1].as_u64().unwrap() as usize);
+        (u.min(v), u.max(v))
+    };
+    let clients = out["clients"].as_array().unwrap();
+    assert_eq!(clients.len(), 3);
+    let mut seen = HashSet::new();
+    for c in clients {
+        let id = c["client"].as_u64().unwrap() as usize;
+        let mine = |(u, v): (usize, usize)| partition.assignment[u] == Some(id as u32) && partition.assignment[v] == Some(id as u32);
+        let own: HashSet<_> = edges.iter().copied().filter(|&e| mine(e)).collect();
+        let mut positives: Vec<(usize, usize)> = c["train"].as_array().unwrap().iter().map(pair).collect();
+        let n_train = positives.len();
+        let mut n_held = [0, 0];
+        for (k, set) in ["val", "test"].iter().enumerate() {
+            let pairs: Vec<_> = c[set]["pairs"].as_array().unwrap().iter().map(pair).collect();
+            let labels = c[set]["labels"].as_array().unwrap();
+            assert_eq!(pairs.len(), labels.len());
+            for (p, l) in pairs.into_iter().zip(labels) {
+                if l == 1 {
+                    positives.push(p);
+                    n_held[k] += 1;
+                } else {
+                    assert_eq!(l, 0);
+                    assert!(
+                        mine(p) && p.0 != p.1 && !edges.contains(&p),
+                        "client {id}: negative {p:?} is an edge or not the client's pair"
+                    );
+                }
+            }
+        }
+        let distinct: HashSet<_> = positives.iter().copied().collect();
+        assert_eq!(distinct.len(), positives.len(), "client {id}: a positive appears twice");
+        assert_eq!(distinct, own, "client {id}: the positives are not exactly its edges");
+        let e = own.len();
+        assert_eq!(n_held, [e * 5 / 100, e * 30 / 100], "client {id}: val/test counts of {e} edges");
+        assert_eq!(c["train_negatives_per_epoch"].as_u64().unwrap() as usize, n_train);
+        seen.extend(own);
+    }
+    assert!(seen.len() > edges.len() / 2, "the clients hold most edges");
+
+    let o = fgl(&["link-split", "scenarios/quickstart.yaml"], None);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("needs `task: link`"));
+}

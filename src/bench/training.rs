@@ -19,8 +19,9 @@ use crate::train::{self, ClientTensors, CrossEntropy, LocalData, TrainConfig};
 /// (1433 → 512 → 64 → head, no dropout, GAT with one head). The data goes through
 /// `run::prepare`, as in a run.
 ///
-/// With `compare_pyg` (a Python with torch and torch_geometric), the same epochs are then
-/// timed in PyG (`bench/pyg_epoch.py`, built into the binary) on as many threads, and a
+/// With `compare_pyg` (a Python with torch and torch_geometric, and the torch device), the
+/// same epochs are then timed in PyG (`bench/pyg_epoch.py`, built into the binary) on as
+/// many threads or on the GPU, and a
 /// table of both with their ratio is printed. A missing or failing Python only skips the
 /// comparison. `only` names the workloads to time and `archs` the models (empty: all).
 pub fn train(
@@ -28,7 +29,7 @@ pub fn train(
     backend: Backend,
     epochs: usize,
     rounds: usize,
-    compare_pyg: Option<&Path>,
+    compare_pyg: Option<(&Path, &str)>,
     only: &[String],
     archs: &[Arch],
 ) -> Result<()> {
@@ -114,8 +115,8 @@ pub fn train(
     if let Some(mib) = peak_rss_mib() {
         println!("peak resident memory: {mib:.1} MiB");
     }
-    if let Some(python) = compare_pyg {
-        match pyg_epochs(python, dir, epochs, rounds) {
+    if let Some((python, device)) = compare_pyg {
+        match pyg_epochs(python, device, dir, epochs, rounds) {
             Ok(theirs) => print_comparison(&ours, &theirs),
             Err(why) => println!("PyG comparison skipped: {why}"),
         }
@@ -128,13 +129,19 @@ const PYG_SCRIPT: &str = include_str!("../../bench/pyg_epoch.py");
 
 /// (workload, what, value) from `bench/pyg_epoch.py` run by `python`: ms per epoch per
 /// arch, and seconds per FedAvg round (`"gcn FedAvg s/round"`).
-fn pyg_epochs(python: &Path, dir: Option<&Path>, epochs: usize, rounds: usize) -> std::result::Result<Vec<(String, String, f64)>, String> {
+fn pyg_epochs(
+    python: &Path,
+    device: &str,
+    dir: Option<&Path>,
+    epochs: usize,
+    rounds: usize,
+) -> std::result::Result<Vec<(String, String, f64)>, String> {
     let dir = dir.ok_or("no data directory (pass --data-dir or set FGL_DATA_DIR)")?;
     let script = std::env::temp_dir().join(format!("fgl-sim-pyg-epoch-{}.py", std::process::id()));
     std::fs::write(&script, PYG_SCRIPT).map_err(|e| format!("cannot write {}: {e}", script.display()))?;
     let threads = rayon::current_num_threads().to_string();
     let mut cmd = std::process::Command::new(python);
-    cmd.arg(&script).arg(dir).args(["--threads", &threads, "--epochs", &epochs.max(2).to_string()]);
+    cmd.arg(&script).arg(dir).args(["--threads", &threads, "--epochs", &epochs.max(2).to_string(), "--device", device]);
     // The FedAvg rows need this binary's partitions (the same Louvain clients).
     if let Ok(me) = std::env::current_exe() {
         cmd.arg("--fgl-sim").arg(me).args(["--rounds", &rounds.max(2).to_string()]);

@@ -190,6 +190,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print, as JSON, the edge split a `task: link` scenario trains on: each client's
+    /// training edges and its validation and test pairs with their labels, in global node
+    /// ids — exactly what `run` would use (for side-by-side checks such as bench/pyg_link.py).
+    LinkSplit {
+        /// The scenario YAML file (its `task` must be `link`).
+        file: PathBuf,
+        #[command(flatten)]
+        data: DataDirArg,
+        /// Override a scenario field, e.g. --set federation.centralized=true (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+    },
     /// List the built-in attack and defense presets with their parameters and defaults.
     Presets,
     /// Reproduce a paper's tables; writes reproduce.md and reproduce.csv.
@@ -474,6 +486,10 @@ enum BenchWhat {
         /// message when it cannot run.
         #[arg(long, value_name = "PYTHON")]
         compare_pyg: Option<PathBuf>,
+        /// The torch device of the PyG side: cpu (on as many threads), or cuda (PyG-CUDA,
+        /// beside `--backend wgpu` on the same GPU).
+        #[arg(long, value_name = "DEVICE", default_value = "cpu", value_parser = ["cpu", "cuda"])]
+        pyg_device: String,
         /// Time only these workloads (repeatable; default: all).
         #[arg(long = "workload", value_name = "NAME", value_parser = ["cora", "synthetic-20k", "pubmed", "cora-512-64"])]
         workloads: Vec<String>,
@@ -649,6 +665,7 @@ fn dispatch(command: Command) -> Result<()> {
             print!("{}", completions(shell));
             Ok(())
         }
+        Command::LinkSplit { file, data, set } => partition::link_split_cmd(&Scenario::load(&file, &set)?, data_dir(&data).as_deref()),
         Command::Partition { dataset, clients, method, seed, delta, alpha, data, json } => {
             let cfg = PartitionConfig { method, clients, delta, alpha, ..PartitionConfig::default() };
             partition::partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
@@ -691,10 +708,11 @@ fn dispatch(command: Command) -> Result<()> {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::layout(dir.as_deref(), backend, reps))
         }
-        Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg, workloads, archs } } => {
+        Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg, pyg_device, workloads, archs } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || {
-                crate::bench::train(dir.as_deref(), backend, epochs, rounds, compare_pyg.as_deref(), &workloads, &archs)
+                let pyg = compare_pyg.as_deref().map(|python| (python, pyg_device.as_str()));
+                crate::bench::train(dir.as_deref(), backend, epochs, rounds, pyg, &workloads, &archs)
             })
         }
     }

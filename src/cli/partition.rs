@@ -4,9 +4,12 @@ use std::path::Path;
 
 use serde_json::json;
 
+use crate::data::link_split::LabelledPairs;
+use crate::data::link_split::Task;
 use crate::data::{Split, SplitRatios, registry};
 use crate::error::{Error, Result};
 use crate::partition::{self, PartitionConfig};
+use crate::scenario::Scenario;
 use crate::{rng, run};
 
 pub(super) fn partition_cmd(name: &str, cfg: &PartitionConfig, seed: u64, dir: Option<&Path>, as_json: bool) -> Result<()> {
@@ -45,5 +48,35 @@ pub(super) fn partition_cmd(name: &str, cfg: &PartitionConfig, seed: u64, dir: O
         println!("split: random 50/25/25 of labelled nodes (seed {seed})\n");
         print!("{}", run::client_table(&dataset, &reports));
     }
+    Ok(())
+}
+
+/// `fgl-sim link-split`: the split `run` makes for a `task: link` scenario, as JSON.
+pub(super) fn link_split_cmd(scenario: &Scenario, dir: Option<&Path>) -> Result<()> {
+    if scenario.task != Task::Link {
+        return Err(Error::param("task", "link-split needs `task: link` (the scenario's task is `node`)"));
+    }
+    let prepared = run::prepare(scenario, dir)?;
+    let clients: Vec<_> = prepared
+        .clients
+        .iter()
+        .zip(&prepared.links)
+        .map(|(client, split)| {
+            let global = |&(u, v): &(u32, u32)| [client.nodes[u as usize], client.nodes[v as usize]];
+            let pairs = |p: &LabelledPairs| json!({"pairs": p.pairs.iter().map(global).collect::<Vec<_>>(), "labels": p.labels});
+            json!({
+                "client": client.id, "nodes": client.nodes.len(),
+                "train": split.train.iter().map(global).collect::<Vec<_>>(),
+                "train_negatives_per_epoch": split.train_negatives,
+                "val": pairs(&split.val), "test": pairs(&split.test),
+            })
+        })
+        .collect();
+    let out = json!({
+        "dataset": prepared.dataset.name, "num_nodes": prepared.dataset.num_nodes(), "seed": scenario.seed,
+        "note": "pairs are [u, v] in global node ids, u < v in the client's order; training negatives are drawn afresh each epoch (as many as train_negatives_per_epoch); message passing sees the training edges while training and validating, the training and validation edges when testing",
+        "clients": clients,
+    });
+    println!("{}", serde_json::to_string(&out).expect("json"));
     Ok(())
 }
