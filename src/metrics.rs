@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::backend::Backend;
 use crate::data::DatasetStats;
 use crate::data::graph::BuildReport;
-use crate::fed::{AttackNote, AttackReport, Inference, RoundMetrics, ThreatModel};
+use crate::fed::{AttackNote, AttackReport, ClientUpdate, Inference, RoundMetrics, ThreatModel};
 use crate::model::Arch;
 use crate::partition::{ClientReport, DroppedEdges};
 use crate::privacy::{PrivacyCost, serialize_epsilon};
@@ -122,10 +122,29 @@ pub struct AttackMetrics {
     /// density); absent for node classification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mean_link_share_error: Option<f64>,
+    /// Under an upload protocol that hides the updates: how the inferences the attack
+    /// made from aggregates score (`reports` then holds one row per contributing client,
+    /// the aggregate's inference scored against that client); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregate: Option<AggregateScores>,
     /// Test accuracy around each round the attack reported in: an active attack that
     /// restores the model leaves `after` equal to `before`.
     pub round_effects: Vec<RoundEffect>,
     pub notes: Vec<String>,
+}
+
+/// The inferences an attack made from aggregates of several clients' updates.
+#[derive(Debug, Clone, Serialize)]
+pub struct AggregateScores {
+    /// Inferences made (one per round the server saw an aggregate).
+    pub inferences: usize,
+    /// Each inference against the union of its contributors' training labels (the
+    /// federation's joint distribution that round), averaged.
+    pub vs_union: DistributionScores,
+    /// The union's own distribution scored against each contributing client, averaged
+    /// over the same rows as `mean`: what a perfect inference of the joint distribution
+    /// scores per client — the per-client score the aggregate explains.
+    pub union_vs_clients: DistributionScores,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -180,27 +199,52 @@ pub fn score_attacks(
     link: bool,
 ) -> Vec<AttackMetrics> {
     let mut out: Vec<AttackMetrics> = Vec::new();
+    // Per attack: (inference vs union, union vs each contributor) of its aggregate reports.
+    let mut from_aggregates: Vec<(String, Vec<DistributionScores>, Vec<DistributionScores>)> = Vec::new();
     for r in reports {
         let Inference::LabelDistribution { estimate } = &r.inference;
-        let counts = &truth[r.client];
-        let scored = ScoredReport {
-            round: r.round,
-            client: r.client,
-            estimate: estimate.clone(),
-            truth: scoring::normalise(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>()),
-            scores: scoring::score_distribution(estimate, counts),
-            uniform: scoring::uniform_baseline(counts),
-            vs_trained_labels: trained.get(r.client).filter(|t| *t != counts).map(|t| scoring::score_distribution(estimate, t)),
+        let score = |client: usize| {
+            let counts = &truth[client];
+            ScoredReport {
+                round: r.round,
+                client,
+                estimate: estimate.clone(),
+                truth: scoring::normalise(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>()),
+                scores: scoring::score_distribution(estimate, counts),
+                uniform: scoring::uniform_baseline(counts),
+                vs_trained_labels: trained.get(client).filter(|t| *t != counts).map(|t| scoring::score_distribution(estimate, t)),
+            }
+        };
+        let scored: Vec<ScoredReport> = if r.client == ClientUpdate::AGGREGATE {
+            // The server saw one aggregate: score its inference against each client in
+            // it, and against their union.
+            let contributors = rounds.iter().find(|m| m.round == r.round).and_then(|m| m.aggregated.clone()).unwrap_or_default();
+            let classes = truth.first().map_or(0, Vec::len);
+            let union: Vec<usize> = (0..classes).map(|k| contributors.iter().map(|&c| truth[c][k]).sum()).collect();
+            let union_dist: Vec<f64> = scoring::normalise(&union.iter().map(|&c| c as f64).collect::<Vec<_>>());
+            let entry = match from_aggregates.iter_mut().position(|e| e.0 == r.attack) {
+                Some(i) => &mut from_aggregates[i],
+                None => {
+                    from_aggregates.push((r.attack.clone(), vec![], vec![]));
+                    from_aggregates.last_mut().expect("pushed")
+                }
+            };
+            entry.1.push(scoring::score_distribution(estimate, &union));
+            entry.2.extend(contributors.iter().map(|&c| scoring::score_distribution(&union_dist, &truth[c])));
+            contributors.iter().map(|&c| score(c)).collect()
+        } else {
+            vec![score(r.client)]
         };
         match out.iter_mut().find(|a| a.attack == r.attack) {
-            Some(a) => a.reports.push(scored),
+            Some(a) => a.reports.extend(scored),
             None => out.push(AttackMetrics {
                 attack: r.attack.clone(),
-                reports: vec![scored],
+                reports: scored,
                 mean: None,
                 uniform_baseline: None,
                 mean_vs_trained_labels: None,
                 mean_link_share_error: None,
+                aggregate: None,
                 round_effects: vec![],
                 notes: vec![],
             }),
@@ -215,6 +259,17 @@ pub fn score_attacks(
             a.reports.iter().map(|r| (r.estimate.get(1).copied().unwrap_or(0.0) - r.truth[1]).abs()).sum::<f64>() / a.reports.len() as f64
         });
         a.notes = notes.iter().filter(|n| n.attack == a.attack).map(AttackNote::to_string).collect();
+        if let Some((_, vs_union, union_vs_clients)) = from_aggregates.iter().find(|e| e.0 == a.attack) {
+            a.aggregate = Some(AggregateScores {
+                inferences: vs_union.len(),
+                vs_union: mean(vs_union.iter().copied()).expect("one per aggregate report"),
+                union_vs_clients: mean(union_vs_clients.iter().copied()).unwrap_or(DistributionScores {
+                    cos_sim: f64::NAN,
+                    js_nats: f64::NAN,
+                    js_bits: f64::NAN,
+                }),
+            });
+        }
         let mut attacked: Vec<usize> = a.reports.iter().map(|r| r.round).collect();
         attacked.dedup();
         a.round_effects = attacked
@@ -287,6 +342,12 @@ pub fn attacks_md(m: &Metrics) -> String {
         ));
         if let Some(e) = a.mean_link_share_error {
             s.push_str(&format!("- the share of links among a client's training pairs (its graph's density under `link.negatives: natural`): mean absolute error {e:.4}\n"));
+        }
+        if let Some(g) = &a.aggregate {
+            s.push_str(&format!(
+                "- the server saw only aggregates of the clients' updates ({} inference(s)); against the union of the clients in each: cos-sim {:.4}, JS {:.4} nats; the union itself scores cos-sim {:.4}, JS {:.4} nats per client (what a perfect inference of the joint distribution gets)\n",
+                g.inferences, g.vs_union.cos_sim, g.vs_union.js_nats, g.union_vs_clients.cos_sim, g.union_vs_clients.js_nats
+            ));
         }
         if let Some(t) = a.mean_vs_trained_labels {
             s.push_str(&format!(

@@ -231,11 +231,49 @@ impl Scenario {
         self.train.validate()?;
         self.federation.validate()?;
         // Building checks the parameters that depend on other sections.
-        self.server()?;
+        let server = self.server()?;
+        self.check_upload_protocol(server.threat_model())?;
         // Building client 0's instances checks every defense's parameters, alone and
         // against the model and training sections, before any data is read.
         let probe = crate::fed::ClientContext { client: 0, model: &self.model, train: &self.train, rounds: self.federation.rounds };
         self.client_pipeline().for_client(&probe)?;
+        Ok(())
+    }
+
+    /// The defenses' upload protocol, built for the scenario's federation (one at most),
+    /// and the attacks it leaves possible: under one that hides the updates, only attacks
+    /// that read an aggregate, and none granted a client's own gradient.
+    fn check_upload_protocol(&self, threat: crate::fed::ThreatModel) -> Result<()> {
+        let clients = if self.federation.centralized { 1 } else { self.partition.clients };
+        let ctx = crate::fed::upload::UploadContext { clients, federation: &self.federation, seed: self.seed };
+        let Some(protocol) = self.client_pipeline().upload_protocol(&ctx)? else { return Ok(()) };
+        if !protocol.hides_updates() {
+            return Ok(());
+        }
+        let readers: Vec<&str> =
+            attacks::PRESETS.iter().map(|(kind, _)| *kind).filter(|k| attacks::kind_reads_aggregate(k)).filter(|k| *k != "none").collect();
+        for (i, a) in self.attacks.iter().enumerate() {
+            if !a.spec.reads_aggregate() {
+                return Err(Error::param(
+                    format!("attacks[{i}]"),
+                    format!(
+                        "`{}` needs each client's own update, and `{}` gives the server only their aggregate; attacks that read an aggregate: {}",
+                        a.name,
+                        protocol.name(),
+                        readers.join(", ")
+                    ),
+                ));
+            }
+        }
+        if threat >= crate::fed::ThreatModel::GradientAccess {
+            return Err(Error::param(
+                "attacks",
+                format!(
+                    "a server granted each client's own gradient (`gradient: exact`) cannot sit behind `{}`, which hides every client's update",
+                    protocol.name()
+                ),
+            ));
+        }
         Ok(())
     }
 

@@ -56,6 +56,9 @@ pub enum Negatives {
 }
 
 impl super::AttackConfig for LdaConfig {
+    /// On an aggregate update the head gradient it reads off an aggregate is the clients' mixture: it infers their joint distribution.
+    const READS_AGGREGATE: bool = true;
+
     const ACTIVE: bool = false;
     /// Its estimate reads the head rows of whatever a sample is: a node, or a node pair.
     const TASKS: &'static [crate::data::Task] = &[crate::data::Task::Node, crate::data::Task::Link];

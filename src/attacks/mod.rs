@@ -38,6 +38,12 @@ pub trait AttackConfig {
 
     /// The tasks the attack reads updates of (a scenario with another is refused).
     const TASKS: &'static [Task] = &[Task::Node];
+
+    /// Whether the attack can read an aggregate of the clients' updates (what a server
+    /// behind secure aggregation or a trusted aggregator receives,
+    /// [`ClientUpdate::AGGREGATE`]); one that needs each client's own update is refused
+    /// under an upload protocol that hides them.
+    const READS_AGGREGATE: bool = false;
 }
 
 /// The parameters of a kind that has none (any field is an error).
@@ -93,6 +99,14 @@ macro_rules! attacks {
                 }
             }
 
+            /// See [`AttackConfig::READS_AGGREGATE`] (true for `kind: none`).
+            pub fn reads_aggregate(&self) -> bool {
+                match self {
+                    AttackSpec::None(_) => true,
+                    $( AttackSpec::$variant(_) => <$module::$config as AttackConfig>::READS_AGGREGATE, )*
+                }
+            }
+
             /// The attack's strategy (`None` for `kind: none`); `field` names the entry in
             /// errors.
             pub fn build(&self, name: &str, federation: &FederationConfig, field: &str) -> Result<Option<Built>> {
@@ -103,6 +117,15 @@ macro_rules! attacks {
                         Some(Built { strategy: AttackConfig::strategy(c, name), active: <$module::$config as AttackConfig>::ACTIVE })
                     } )*
                 })
+            }
+        }
+
+        /// [`AttackConfig::READS_AGGREGATE`] of the attack of YAML `kind` (false for an
+        /// unknown kind).
+        pub fn kind_reads_aggregate(kind: &str) -> bool {
+            match kind {
+                $( $kind => <$module::$config as AttackConfig>::READS_AGGREGATE, )*
+                _ => false,
             }
         }
 

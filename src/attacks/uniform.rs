@@ -23,6 +23,9 @@ pub struct Uniform {
 }
 
 impl super::AttackConfig for UniformConfig {
+    /// It reads nothing of an update, aggregate or not.
+    const READS_AGGREGATE: bool = true;
+
     const SERVER_SECONDS_ON_CORA: f64 = 0.0;
 
     const ACTIVE: bool = false;

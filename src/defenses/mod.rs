@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::data::Task;
 use crate::error::Result;
+use crate::fed::upload::{UploadContext, UploadProtocol};
 use crate::fed::{ClientContext, ClientPipeline, Defense, DefenseBuilder};
 
 /// What a defense's config (its YAML parameters) provides: the roles it plays.
@@ -26,6 +27,13 @@ pub trait DefenseConfig {
 
     /// The tasks the defense protects the training of (a scenario with another is refused).
     const TASKS: &'static [Task] = &[Task::Node];
+
+    /// The defense's federation-wide role, if it has one: how the clients' updates reach
+    /// the server (client-level DP at aggregation, secure aggregation), built once per
+    /// federation; none by default.
+    fn upload(&self, _name: &str, _ctx: &UploadContext) -> Result<Option<Box<dyn UploadProtocol>>> {
+        Ok(None)
+    }
 }
 
 /// The size of a run, as a cost hint sees it.
@@ -110,6 +118,14 @@ macro_rules! defenses {
                 }
             }
 
+            /// See [`DefenseConfig::upload`] (none for `kind: none`).
+            pub fn upload(&self, name: &str, ctx: &UploadContext) -> Result<Option<Box<dyn UploadProtocol>>> {
+                match self {
+                    DefenseSpec::None(_) => Ok(None),
+                    $( DefenseSpec::$variant(c) => DefenseConfig::upload(c, name, ctx), )*
+                }
+            }
+
             /// `client`'s instance of the defense (`None` for `kind: none`).
             pub fn build(&self, name: &str, client: &ClientContext) -> Result<Option<Defense>> {
                 Ok(match self {
@@ -153,6 +169,10 @@ defenses! {
     Solitude(solitude::SolitudeConfig) = "solitude",
     /// Local DP on the update: clipped to L2 ≤ C and noised N(0, (σC)²), wrapping the trainer.
     LdpUpdate(ldp_update::LdpUpdateConfig) = "ldp-update",
+    /// Client-level DP at aggregation (DP-FedAvg, McMahan et al.): updates clipped to S,
+    /// their sum noised N(0, (zS)²) by a trusted aggregator or the server, Poisson
+    /// sampling of the clients, the subsampled-Gaussian accountant over rounds.
+    DpFedAvg(dp_fedavg::DpFedAvgConfig) = "dp-fedavg",
 }
 
 /// A scenario's defense: its name and spec.
@@ -167,6 +187,9 @@ impl DefenseBuilder for Declared {
     }
     fn build(&self, client: &ClientContext) -> Result<Defense> {
         Ok(self.spec.build(&self.name, client)?.expect("`kind: none` is left out of the pipeline"))
+    }
+    fn upload(&self, ctx: &UploadContext) -> Result<Option<Box<dyn UploadProtocol>>> {
+        self.spec.upload(&self.name, ctx)
     }
 }
 

@@ -21,6 +21,7 @@
 
 use super::RoundContext;
 use super::checkpoint::Persistent;
+use super::upload::{UploadContext, UploadProtocol};
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 use crate::privacy::PrivacyCost;
@@ -44,6 +45,11 @@ pub trait DefenseBuilder: Send + Sync {
     fn name(&self) -> &str;
     /// `client`'s instance; an error names the parameter at fault.
     fn build(&self, client: &ClientContext) -> Result<Defense>;
+    /// The defense's federation-wide role, if it has one: how the clients' updates reach
+    /// the server (see [`super::upload`]); built once per federation.
+    fn upload(&self, _ctx: &UploadContext) -> Result<Option<Box<dyn UploadProtocol>>> {
+        Ok(None)
+    }
 }
 
 /// A closure is a builder (tests and one-off defenses): `(name, |ctx| …)`.
@@ -158,6 +164,24 @@ pub struct ClientPipeline {
 impl ClientPipeline {
     pub fn new(builders: Vec<Box<dyn DefenseBuilder>>) -> ClientPipeline {
         ClientPipeline { builders }
+    }
+
+    /// The one upload protocol among the defenses, if any (two are refused: each would
+    /// combine the updates).
+    pub fn upload_protocol(&self, ctx: &UploadContext) -> Result<Option<Box<dyn UploadProtocol>>> {
+        let mut found: Option<Box<dyn UploadProtocol>> = None;
+        for b in &self.builders {
+            if let Some(p) = b.upload(ctx)? {
+                if let Some(first) = &found {
+                    return Err(Error::param(
+                        "defenses",
+                        format!("`{}` and `{}` each decide how the updates are aggregated; a scenario may use one", first.name(), p.name()),
+                    ));
+                }
+                found = Some(p);
+            }
+        }
+        Ok(found)
     }
 
     /// The client's own instances of every defense, in order.

@@ -12,19 +12,21 @@ pub mod client;
 pub mod config;
 pub mod params;
 pub mod strategy;
+pub mod upload;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use burn::optim::ModuleOptimizer;
 use burn::tensor::Device;
+use rand::Rng as _;
 use rand::seq::SliceRandom;
 use rayon::prelude::*;
 use serde::Serialize;
 
 pub use checkpoint::{Checkpointing, FedState, Persistent};
 pub use client::{ClientContext, ClientDefenses, ClientPipeline, DataTransform, Defense, DefenseBuilder, LossTransform, RoundTransform};
-pub use config::{FederationConfig, Weighting};
+pub use config::{FederationConfig, Sampling, Weighting};
 pub use params::{ModelParams, ParamTensor};
 pub use strategy::{
     AttackNote, AttackOutput, AttackReport, ClientOracle, ClientUpdate, FedAvg, Inference, Injection, RoundContext, ServerContext,
@@ -104,6 +106,10 @@ pub struct RoundMetrics {
     /// test pairs (the scores pooled; absent for node classification).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub test_auc: Option<f64>,
+    /// Under an upload protocol that hides the updates (secure aggregation, a trusted
+    /// aggregator): the clients whose updates the aggregate the server saw holds.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub aggregated: Option<Vec<usize>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -148,6 +154,8 @@ pub struct Federation {
     server: Arc<ServerContext>,
     classes: usize,
     device: Device,
+    /// How the updates reach the server, if a defense decides it (see [`upload`]).
+    upload: Option<Box<dyn upload::UploadProtocol>>,
 }
 
 /// What a client's training derives from its host data: device tensors, loss, FedAvg
@@ -207,9 +215,17 @@ impl Federation {
             return Err(Error::param("split", "no client has training nodes; nothing can be trained"));
         }
         let in_dim = in_dim.ok_or_else(|| Error::param("partition.clients", "there are no clients"))?;
+        if let Some(m) = setup.federation.clients_per_round.filter(|&m| m > states.len()) {
+            return Err(Error::param(
+                "federation.clients_per_round",
+                format!("{m} is more than the federation's {} clients", states.len()),
+            ));
+        }
+        let upload =
+            pipeline.upload_protocol(&upload::UploadContext { clients: states.len(), federation: &setup.federation, seed: setup.seed })?;
         let template = setup.model.init_for(setup.task, in_dim, classes, rng_seed(setup.seed, "model-init"), &device.clone().autodiff())?;
         let server = Arc::new(ServerContext::new(&setup, states.len(), &template, in_dim, classes, device.clone()));
-        Ok(Federation { setup, clients: states, round_transforms, template, server, classes, device })
+        Ok(Federation { setup, clients: states, round_transforms, template, server, classes, device, upload })
     }
 
     /// What the server knows (architecture, dimensions, protocol, device).
@@ -250,7 +266,7 @@ impl Federation {
         for round in start..=rounds {
             let t = Instant::now();
             let ctx = RoundContext { round, rounds };
-            let selected = select_clients(self.clients.len(), cfg.federation.client_fraction, cfg.seed, round);
+            let selected = select_clients(self.clients.len(), &cfg.federation, cfg.seed, round);
             let sent: Vec<ModelParams> = selected
                 .iter()
                 .map(|&i| strategy.before_broadcast(&ctx, self.clients[i].id, &global).unwrap_or_else(|| global.clone()))
@@ -334,8 +350,11 @@ impl Federation {
                     exact_gradient: exact.as_ref(),
                 })
                 .collect();
-            for u in &updates {
-                strategy.after_update(&ctx, u)?;
+            let hidden = self.upload.as_ref().is_some_and(|p| p.hides_updates());
+            if !hidden {
+                for u in &updates {
+                    strategy.after_update(&ctx, u)?;
+                }
             }
             let (mut loss_sum, mut loss_weight) = (0.0, 0.0);
             for (&i, (_, stats)) in selected.iter().zip(&outcomes) {
@@ -345,7 +364,35 @@ impl Federation {
                     loss_weight += n;
                 }
             }
-            let new_global = if updates.iter().any(|u| u.samples > 0) {
+            let mut aggregated = None;
+            let new_global = if let Some(protocol) = self.upload.as_mut() {
+                // The protocol combines the updates; a server behind it that hides them
+                // sees one aggregate update, whose reference is the model broadcast.
+                let uploads: Vec<upload::Upload<'_>> = updates
+                    .iter()
+                    .map(|u| upload::Upload { client: u.client, sent: u.sent, returned: u.returned, weight: u.samples })
+                    .collect();
+                let reference = sent.first().unwrap_or(&global);
+                let mut r = rng::derive(cfg.seed, "upload-protocol", &[round as u64]);
+                let combined = protocol.combine(&ctx, reference, &uploads, &mut r)?;
+                let proposal = upload::apply(reference, &combined.mean_update);
+                if protocol.hides_updates() {
+                    if !combined.contributors.is_empty() {
+                        let aggregate = ClientUpdate {
+                            client: ClientUpdate::AGGREGATE,
+                            sent: reference,
+                            returned: &proposal,
+                            samples: combined.weight,
+                            lr: cfg.train.lr,
+                            local_epochs: cfg.train.epochs,
+                            exact_gradient: None,
+                        };
+                        strategy.after_update(&ctx, &aggregate)?;
+                    }
+                    aggregated = Some(combined.contributors);
+                }
+                strategy.after_aggregation(&ctx, &global, proposal)
+            } else if updates.iter().any(|u| u.samples > 0) {
                 let aggregated = strategy.aggregate(&ctx, &updates);
                 strategy.after_aggregation(&ctx, &global, aggregated)
             } else {
@@ -381,6 +428,7 @@ impl Federation {
                 selected: selected.iter().map(|&i| states[i].id).collect(),
                 selected_epochs: outcomes.iter().map(|(_, stats)| stats.selected_epoch).collect(),
                 test_auc: pooled.and_then(|s| train::auc_roc(&s)),
+                aggregated,
             };
             bar.set_message(format!("test acc {:.4}", m.test_accuracy));
             bar.inc(1);
@@ -410,11 +458,19 @@ impl Federation {
         bar.finish_and_clear();
 
         let states = &self.clients;
+        // Client-level DP at aggregation covers every client over every round run,
+        // sampled or not.
+        let federation_wide = self.upload.as_ref().and_then(|p| {
+            let mut cost = p.privacy_spent(result.len())?;
+            cost.defense = p.name().to_string();
+            Some(cost)
+        });
         let privacy = states
             .iter()
             .zip(&trained)
             .map(|(s, &rounds)| {
                 let mut spent = s.privacy.clone();
+                spent.extend(federation_wide.clone());
                 for (trainer, name) in s.defenses.trainers() {
                     if let Some(mut cost) = trainer.privacy_spent(rounds) {
                         cost.defense = name.to_string();
@@ -625,17 +681,24 @@ impl ClientOracle for Oracle<'_> {
 
 /// A u64 seed for `purpose`, derived from the scenario seed.
 fn rng_seed(seed: u64, purpose: &str) -> u64 {
-    use rand::Rng as _;
     rng::derive(seed, purpose, &[]).random()
 }
 
 /// Indices of the clients that train in `round`: all of them, or a seeded sample of
 /// max(1, round(fraction·K)), in ascending order.
-fn select_clients(k: usize, fraction: f64, seed: u64, round: usize) -> Vec<usize> {
-    if fraction >= 1.0 {
+/// The clients of `round` (ascending): all of them, a fixed number drawn without
+/// replacement, or each with probability `client_fraction` (Poisson), from the round's
+/// own stream.
+fn select_clients(k: usize, cfg: &FederationConfig, seed: u64, round: usize) -> Vec<usize> {
+    let fraction = cfg.client_fraction;
+    if cfg.sampling == Sampling::Poisson {
+        let mut r = rng::derive(seed, "client-sampling-poisson", &[round as u64]);
+        return (0..k).filter(|_| r.random::<f64>() < fraction).collect();
+    }
+    if fraction >= 1.0 && cfg.clients_per_round.is_none_or(|m| m >= k) {
         return (0..k).collect();
     }
-    let m = ((fraction * k as f64).round() as usize).clamp(1, k);
+    let m = cfg.clients_per_round.unwrap_or_else(|| (fraction * k as f64).round() as usize).clamp(1, k);
     let mut all: Vec<usize> = (0..k).collect();
     all.shuffle(&mut rng::derive(seed, "client-selection", &[round as u64]));
     let mut chosen = all[..m].to_vec();
@@ -654,4 +717,46 @@ fn progress_bar(rounds: usize, show: bool) -> indicatif::ProgressBar {
             .progress_chars("=> "),
     );
     bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Fixed sampling: `clients_per_round` clients every round, distinct and ascending;
+    /// everyone without a fraction or count. Poisson sampling: each client in each round
+    /// with probability q, independently — over 4 000 rounds of 10 clients at q = 0.3
+    /// every client's count is within 4.5 binomial standard deviations of 1 200 (σ ≈ 29),
+    /// some rounds have nobody (0.7¹⁰ ≈ 2.8 %: expected 113), and the draw repeats.
+    #[test]
+    fn clients_are_sampled_as_the_federation_says() {
+        let fixed = FederationConfig { clients_per_round: Some(3), ..Default::default() };
+        for round in 1..50 {
+            let s = select_clients(10, &fixed, 7, round);
+            assert_eq!(s.len(), 3);
+            assert!(s.windows(2).all(|w| w[0] < w[1]));
+        }
+        assert_eq!(select_clients(4, &FederationConfig::default(), 7, 1), vec![0, 1, 2, 3]);
+
+        let poisson = FederationConfig { client_fraction: 0.3, sampling: Sampling::Poisson, ..Default::default() };
+        let mut counts = [0usize; 10];
+        let mut empty = 0;
+        for round in 1..=4000 {
+            let s = select_clients(10, &poisson, 7, round);
+            empty += usize::from(s.is_empty());
+            for c in s {
+                counts[c] += 1;
+            }
+        }
+        let sd = (4000.0f64 * 0.3 * 0.7).sqrt();
+        for (c, &n) in counts.iter().enumerate() {
+            assert!((n as f64 - 1200.0).abs() < 4.5 * sd, "client {c}: {n}");
+        }
+        assert!((60..180).contains(&empty), "{empty} empty rounds");
+        assert_eq!(select_clients(10, &poisson, 7, 5), select_clients(10, &poisson, 7, 5));
+        assert_ne!(
+            (1..20).map(|r| select_clients(10, &poisson, 7, r)).collect::<Vec<_>>(),
+            (1..20).map(|r| select_clients(10, &poisson, 8, r)).collect::<Vec<_>>()
+        );
+    }
 }

@@ -46,6 +46,18 @@ pub struct ClientUpdate<'a> {
     pub exact_gradient: Option<&'a HeadGradient>,
 }
 
+impl ClientUpdate<'_> {
+    /// The `client` of an update that is the aggregate of several clients' updates: what
+    /// a server behind secure aggregation or a trusted aggregator receives (see
+    /// [`super::upload`]); the round's metrics say whose updates it holds.
+    pub const AGGREGATE: usize = usize::MAX;
+
+    /// Whether this is an aggregate of several clients' updates.
+    pub fn is_aggregate(&self) -> bool {
+        self.client == Self::AGGREGATE
+    }
+}
+
 /// What a server is assumed able to do; recorded in `metrics.json`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -1,0 +1,135 @@
+//! How the clients' updates reach the server. By default the server reads every
+//! update as the client sent it. A scenario's *upload protocol* (a defense's
+//! federation-wide role) stands between them: it combines a round's updates, and it
+//! may hide them, so that the server strategy sees only their aggregate — what secure
+//! aggregation and a trusted aggregator give a server.
+//!
+//! A protocol works on updates Δᵢ = returnedᵢ − sentᵢ and returns the mean update the
+//! new global model adds to what was sent; the server strategy then sees, when the
+//! protocol hides the updates, one [`ClientUpdate`] whose `client` is
+//! [`ClientUpdate::AGGREGATE`], `sent` the model broadcast, `returned` that model plus
+//! the mean update, and `samples` the contributors' total weight. Which clients
+//! contributed is recorded in the round's metrics (`aggregated`), for scoring.
+
+use crate::error::Result;
+use crate::fed::FederationConfig;
+use crate::privacy::PrivacyCost;
+use crate::rng::Rng;
+
+use super::params::ModelParams;
+use super::strategy::RoundContext;
+
+/// What a protocol is built for: the federation's size and sampling.
+#[derive(Debug, Clone, Copy)]
+pub struct UploadContext<'a> {
+    /// Number of clients N.
+    pub clients: usize,
+    pub federation: &'a FederationConfig,
+    pub seed: u64,
+}
+
+/// One client's upload in a round: what it was sent, what it returned, its FedAvg weight.
+#[derive(Debug, Clone, Copy)]
+pub struct Upload<'a> {
+    pub client: usize,
+    pub sent: &'a ModelParams,
+    pub returned: &'a ModelParams,
+    pub weight: usize,
+}
+
+impl Upload<'_> {
+    /// Δ = returned − sent, coordinate by coordinate, in f64.
+    pub fn delta(&self) -> Vec<Vec<f64>> {
+        self.returned
+            .tensors
+            .iter()
+            .zip(&self.sent.tensors)
+            .map(|(r, s)| r.values.iter().zip(&s.values).map(|(&a, &b)| f64::from(a) - f64::from(b)).collect())
+            .collect()
+    }
+}
+
+/// What a protocol makes of a round's uploads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Combined {
+    /// The update the new global model adds to the model sent (per tensor, in order).
+    pub mean_update: Vec<Vec<f64>>,
+    /// The clients whose updates it holds (client-id order; dropped clients left out).
+    pub contributors: Vec<usize>,
+    /// Their total FedAvg weight.
+    pub weight: usize,
+}
+
+/// What a protocol costs in a round (for the report).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ProtocolCost {
+    /// Bytes every client sent, all messages of the protocol.
+    pub bytes_per_client: f64,
+    /// Bytes the server received and sent.
+    pub server_bytes: f64,
+    /// Milliseconds of protocol work (clients and server, on this machine).
+    pub ms: f64,
+}
+
+/// A federation-wide role: between the clients' updates and the server strategy.
+pub trait UploadProtocol: Send {
+    /// The defense's name, as the scenario names it.
+    fn name(&self) -> &str;
+
+    /// Whether the server sees only the aggregate (otherwise it reads every update, and
+    /// the protocol only decides how they are combined).
+    fn hides_updates(&self) -> bool;
+
+    /// Combine the round's uploads (client-id order; possibly none, when no client was
+    /// sampled) into the update the model broadcast, `reference`, takes. `rng` is the
+    /// round's stream for the protocol.
+    fn combine(&mut self, ctx: &RoundContext, reference: &ModelParams, uploads: &[Upload<'_>], rng: &mut Rng) -> Result<Combined>;
+
+    /// The privacy every client has after `rounds` rounds of the federation (client-level
+    /// DP), if the protocol gives any.
+    fn privacy_spent(&self, _rounds: usize) -> Option<PrivacyCost> {
+        None
+    }
+
+    /// What the protocol cost per round so far, if it counts.
+    fn costs(&self) -> Vec<ProtocolCost> {
+        Vec::new()
+    }
+}
+
+/// Σ wᵢ·Δᵢ / Σ wᵢ over the uploads with weight > 0 (FedAvg on updates), in f64 in order.
+pub fn weighted_mean_update(uploads: &[Upload<'_>]) -> Combined {
+    let total: usize = uploads.iter().map(|u| u.weight).sum();
+    let contributors: Vec<usize> = uploads.iter().filter(|u| u.weight > 0).map(|u| u.client).collect();
+    let mut sum: Option<Vec<Vec<f64>>> = None;
+    for u in uploads.iter().filter(|u| u.weight > 0) {
+        let w = u.weight as f64;
+        let d = u.delta();
+        match sum.as_mut() {
+            None => sum = Some(d.into_iter().map(|t| t.into_iter().map(|v| w * v).collect()).collect()),
+            Some(s) => {
+                for (a, t) in s.iter_mut().zip(d) {
+                    for (x, v) in a.iter_mut().zip(t) {
+                        *x += w * v;
+                    }
+                }
+            }
+        }
+    }
+    let mean_update = sum.map(|s| s.into_iter().map(|t| t.into_iter().map(|v| v / total as f64).collect()).collect()).unwrap_or_default();
+    Combined { mean_update, contributors, weight: total }
+}
+
+/// `base` + `update`, rounded to f32 once.
+pub fn apply(base: &ModelParams, update: &[Vec<f64>]) -> ModelParams {
+    let mut out = base.clone();
+    if update.is_empty() {
+        return out;
+    }
+    for (t, u) in out.tensors.iter_mut().zip(update) {
+        for (v, d) in t.values.iter_mut().zip(u) {
+            *v = (f64::from(*v) + d) as f32;
+        }
+    }
+    out
+}
