@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::backend::Backend;
 use crate::data::DatasetStats;
 use crate::data::graph::BuildReport;
+use crate::fed::upload::UploadReport;
 use crate::fed::{AttackNote, AttackReport, ClientUpdate, Inference, RoundMetrics, ThreatModel};
 use crate::model::Arch;
 use crate::partition::{ClientReport, DroppedEdges};
@@ -37,6 +38,9 @@ pub struct Metrics {
     pub clients: Vec<ClientMetrics>,
     /// One entry per attack that reported, in the scenario's order.
     pub attacks: Vec<AttackMetrics>,
+    /// How the updates reached the server, when a defense decided it (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upload_protocol: Option<UploadReport>,
     pub timings: Timings,
 }
 
@@ -182,6 +186,9 @@ pub struct Timings {
     pub stages_ms: StageTimings,
     pub train_seconds: f64,
     pub round_seconds: Vec<f64>,
+    /// Milliseconds of the upload protocol's work per round (secure aggregation).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub upload_ms: Vec<f64>,
     pub total_ms: f64,
 }
 
@@ -321,6 +328,30 @@ pub fn privacy_md(clients: &[ClientMetrics]) -> String {
     for (defense, cal) in flagged {
         s.push_str(&format!("\n⚠ `{defense}`: {}.\n", crate::privacy::calibration_warning(&cal)));
     }
+    s
+}
+
+/// The upload protocol's part of `summary.md` (empty without one).
+pub fn upload_md(m: &Metrics) -> String {
+    let Some(u) = &m.upload_protocol else { return String::new() };
+    let seen = if u.hides_updates { "the server saw only the aggregate of each round's updates" } else { "the server read every update" };
+    let mut s = format!("\n**Upload protocol** `{}`: {seen}.", u.protocol);
+    let rounds: Vec<_> = u.rounds.iter().filter(|r| r.clients > 0).collect();
+    if !rounds.is_empty() {
+        let n = rounds.len() as f64;
+        let mean = |f: &dyn Fn(&crate::fed::upload::ProtocolCost) -> f64| rounds.iter().map(|r| f(r)).sum::<f64>() / n;
+        let ms =
+            if m.timings.upload_ms.is_empty() { 0.0 } else { m.timings.upload_ms.iter().sum::<f64>() / m.timings.upload_ms.len() as f64 };
+        s.push_str(&format!(
+            " Per round (mean of {}): {:.1} clients, {:.1} dropped; {:.1} KiB sent per client, {:.1} KiB through the server; {ms:.1} ms.",
+            rounds.len(),
+            mean(&|r| r.clients as f64),
+            mean(&|r| r.dropped as f64),
+            mean(&|r| r.bytes_per_client) / 1024.0,
+            mean(&|r| r.server_bytes) / 1024.0
+        ));
+    }
+    s.push('\n');
     s
 }
 

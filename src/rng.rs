@@ -30,6 +30,22 @@ pub fn derive(seed: u64, purpose: &str, ids: &[u64]) -> Rng {
     Rng::seed_from_u64(h)
 }
 
+/// A pseudo-random generator keyed by a 32-byte secret (secure aggregation's masks):
+/// ChaCha20, so that only the key's holders can compute its stream.
+pub fn keyed(key: [u8; 32]) -> rand_chacha::ChaCha20Rng {
+    rand_chacha::ChaCha20Rng::from_seed(key)
+}
+
+/// An RNG of the rand 0.8 traits, seeded from `rng`, for crates still on rand 0.8
+/// (`sharks`, secure aggregation's secret sharing).
+pub fn for_rand_08(rng: &mut Rng) -> rand_chacha_03::ChaCha20Rng {
+    use rand::RngCore as _;
+    use rand_chacha_03::rand_core::SeedableRng as _;
+    let mut seed = [0u8; 32];
+    rng.fill_bytes(&mut seed);
+    rand_chacha_03::ChaCha20Rng::from_seed(seed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

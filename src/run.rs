@@ -487,10 +487,12 @@ fn metrics_of(
         threat_model: fed.threat_model,
         clients,
         attacks,
+        upload_protocol: fed.upload.clone(),
         timings: metrics::Timings {
             stages_ms: p.timings.clone(),
             train_seconds: train_s,
             round_seconds: fed.round_seconds.clone(),
+            upload_ms: fed.upload.iter().flat_map(|u| u.rounds.iter().map(|r| r.ms)).collect(),
             total_ms,
         },
     }
@@ -581,6 +583,7 @@ fn summary_md(stem: &str, scenario: &Scenario, stats: &DatasetStats, p: &Prepare
         s.push_str(&format!("\n**Final test accuracy** (global model, union of the clients' test nodes): {:.4}\n", last.test_accuracy));
     }
     s.push_str(&metrics::privacy_md(&results.clients));
+    s.push_str(&metrics::upload_md(results));
     s.push_str(&metrics::attacks_md(results));
     s
 }

@@ -141,3 +141,56 @@ fn impossible_combinations_are_refused() {
     check(&["federation.clients_per_round=2", "federation.client_fraction=0.5"], &["either clients_per_round or client_fraction"]);
     check(&["federation.sampling=poisson", "federation.clients_per_round=2"], &["federation.clients_per_round", "sampling: fixed"]);
 }
+
+/// Secure aggregation gives the server FedAvg's aggregate and nothing else: without
+/// dropouts the run's numbers are plain FedAvg's to fixed-point rounding (same test
+/// accuracy, loss within 1e-6); behind it the passive LDA infers the union, per-client
+/// iLRG is refused; with 30 % dropouts the protocol recovers (or aborts a round with its
+/// reason), the aggregates hold only the survivors, and every message is counted.
+#[test]
+fn secure_aggregation_is_fedavg_for_the_server_and_survives_dropouts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = run(&tmp.path().join("plain"), &["attacks=[lda]"]);
+    let secagg = run(&tmp.path().join("secagg"), &["defenses=[secagg]", "attacks=[lda]"]);
+    assert_eq!(secagg["final"]["test_accuracy"], plain["final"]["test_accuracy"]);
+    let (a, b) = (secagg["final"]["test_loss"].as_f64().unwrap(), plain["final"]["test_loss"].as_f64().unwrap());
+    assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    let lda = attack(&secagg, "lda");
+    assert!(lda["aggregate"]["vs_union"]["cos_sim"].as_f64().unwrap() > 0.99);
+    let rounds = secagg["upload_protocol"]["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 20);
+    assert!(rounds.iter().all(|r| r["clients"] == 5 && r["dropped"] == 0 && r["bytes_per_client"].as_f64().unwrap() > 0.0));
+    assert_eq!(secagg["timings"]["upload_ms"].as_array().unwrap().len(), 20);
+
+    let dropping = run(&tmp.path().join("drop"), &["defenses=[{kind: secagg, dropout: 0.3}]", "attacks=[uniform]"]);
+    let costs = dropping["upload_protocol"]["rounds"].as_array().unwrap();
+    let dropped: u64 = costs.iter().map(|r| r["dropped"].as_u64().unwrap()).sum();
+    assert!(dropped > 10, "{dropped} dropouts in 100 client-rounds at 30 %");
+    for (r, c) in dropping["rounds"].as_array().unwrap().iter().zip(costs) {
+        let held = r["aggregated"].as_array().unwrap().len() as u64;
+        match c.get("aborted") {
+            Some(why) => assert!(held == 0 && why.as_str().unwrap().contains("nothing aggregated")),
+            None => assert_eq!(held, 5 - c["dropped"].as_u64().unwrap()),
+        }
+    }
+    let summary = std::fs::read_to_string(tmp.path().join("drop/summary.md")).unwrap();
+    assert!(summary.contains("**Upload protocol** `secagg`"), "{summary}");
+
+    let o = fgl(
+        &[
+            "run",
+            "scenarios/quickstart.yaml",
+            "--quiet",
+            "--out",
+            tmp.path().join("x").to_str().unwrap(),
+            "--set",
+            "model.head=true",
+            "--set",
+            "defenses=[secagg]",
+            "--set",
+            "attacks=[ilrg]",
+        ],
+        None,
+    );
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("`secagg` gives the server only their aggregate"));
+}

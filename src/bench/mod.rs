@@ -6,6 +6,7 @@ mod data;
 mod dp_gnn;
 mod layout;
 mod privacy;
+mod secagg;
 mod training;
 
 pub use attack::attack;
@@ -13,6 +14,7 @@ pub use data::data;
 pub use dp_gnn::dp_gnn;
 pub use layout::layout;
 pub use privacy::privacy;
+pub use secagg::secagg;
 pub use training::train;
 
 use std::time::Instant;

@@ -420,6 +420,19 @@ enum BenchWhat {
         #[arg(long)]
         threads: Option<usize>,
     },
+    /// One secure-aggregation round by client count (10 … 1000; SecAgg and SecAgg+, with dropouts): bytes per client,
+    /// bytes through the server, milliseconds.
+    Secagg {
+        /// Parameters of the model whose update is aggregated (default: Cora's GCN 2 × 16).
+        #[arg(long, default_value_t = 23_063)]
+        params: usize,
+        /// Rounds timed per figure (the median is reported).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
+        /// Worker threads.
+        #[arg(long)]
+        threads: Option<usize>,
+    },
     /// DP-GNN against plain training on Cora (ms per local epoch, centralized and 10 Louvain clients), and per-node
     /// gradients of one batch: batched computation graphs against the naive one-node-at-a-time loop.
     DpGnn {
@@ -698,6 +711,9 @@ fn dispatch(command: Command) -> Result<()> {
         Command::Bench { what: BenchWhat::Privacy { data, reps, runs, threads, compare_pyg } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::privacy(dir.as_deref(), reps, runs, compare_pyg.as_deref()))
+        }
+        Command::Bench { what: BenchWhat::Secagg { params, reps, threads } } => {
+            crate::backend::with_threads(threads, || crate::bench::secagg(params, reps))
         }
         Command::Bench { what: BenchWhat::DpGnn { data, epochs, reps, threads } } => {
             let dir = data_dir(&data);

@@ -173,6 +173,10 @@ defenses! {
     /// their sum noised N(0, (zS)²) by a trusted aggregator or the server, Poisson
     /// sampling of the clients, the subsampled-Gaussian accountant over rounds.
     DpFedAvg(dp_fedavg::DpFedAvgConfig) = "dp-fedavg",
+    /// Secure aggregation (Bonawitz et al.; SecAgg+ with `neighbors`): pairwise and self
+    /// masks from X25519 and a PRG, Shamir shares for dropout recovery, fixed point in
+    /// Z_2^64; the server sees only the sum.
+    SecAgg(secagg::SecAggConfig) = "secagg",
 }
 
 /// A scenario's defense: its name and spec.

@@ -126,6 +126,8 @@ pub struct FedResult {
     /// Per client: the train-label counts it trained on (after its defenses); for
     /// scoring only, never shown to the server.
     pub trained_label_counts: Vec<Vec<usize>>,
+    /// The upload protocol, if a defense set one, and what it cost per round.
+    pub upload: Option<upload::UploadReport>,
     /// Wall-clock seconds per round (not deterministic, reported under timings).
     #[serde(skip)]
     pub round_seconds: Vec<f64>,
@@ -481,7 +483,21 @@ impl Federation {
             })
             .collect();
         let trained_label_counts = states.iter().map(|s| s.local.train_label_counts()).collect();
-        Ok(FedResult { rounds: result, parameters, privacy, threat_model, attack: strategy.finish(), trained_label_counts, round_seconds })
+        let upload = self.upload.as_ref().map(|p| upload::UploadReport {
+            protocol: p.name().to_string(),
+            hides_updates: p.hides_updates(),
+            rounds: p.costs(),
+        });
+        Ok(FedResult {
+            rounds: result,
+            parameters,
+            privacy,
+            threat_model,
+            attack: strategy.finish(),
+            trained_label_counts,
+            upload,
+            round_seconds,
+        })
     }
 }
 

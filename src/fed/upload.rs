@@ -60,15 +60,34 @@ pub struct Combined {
     pub weight: usize,
 }
 
-/// What a protocol costs in a round (for the report).
+/// What a protocol cost in one round (for the report).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ProtocolCost {
-    /// Bytes every client sent, all messages of the protocol.
+    /// Clients of the round, and how many of them dropped out.
+    pub clients: usize,
+    pub dropped: usize,
+    /// Bytes a client sent, all messages of the protocol, averaged over the round's clients.
     pub bytes_per_client: f64,
     /// Bytes the server received and sent.
     pub server_bytes: f64,
-    /// Milliseconds of protocol work (clients and server, on this machine).
+    /// Why the round was aborted, nothing aggregated (too many dropouts), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<String>,
+    /// Milliseconds of protocol work on this machine (wall clock: reported under
+    /// `timings`, not with the deterministic figures).
+    #[serde(skip)]
     pub ms: f64,
+}
+
+/// A federation's upload protocol, as the run reports it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct UploadReport {
+    /// The defense's name.
+    pub protocol: String,
+    /// Whether the server saw only aggregates.
+    pub hides_updates: bool,
+    /// Per round, for protocols that count their messages (empty otherwise).
+    pub rounds: Vec<ProtocolCost>,
 }
 
 /// A federation-wide role: between the clients' updates and the server strategy.
