@@ -277,6 +277,14 @@ impl Scenario {
         Ok(())
     }
 
+    /// The name of the defense whose upload protocol hides the updates from the server,
+    /// if there is one.
+    pub fn upload_protocol_name_if_hidden(&self) -> Result<Option<String>> {
+        let clients = if self.federation.centralized { 1 } else { self.partition.clients };
+        let ctx = crate::fed::upload::UploadContext { clients, federation: &self.federation, seed: self.seed };
+        Ok(self.client_pipeline().upload_protocol(&ctx)?.filter(|p| p.hides_updates()).map(|p| p.name().to_string()))
+    }
+
     /// The server the scenario's attacks make (plain FedAvg without any).
     pub fn server(&self) -> Result<Box<dyn crate::fed::ServerStrategy>> {
         attacks::server(self.attacks.iter().map(|a| (a.name.as_str(), &a.spec)), &self.federation)

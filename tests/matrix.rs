@@ -533,3 +533,36 @@ fn tasks_are_an_axis() {
     let e = load(&format!("{BASE}tasks: [graph]\n")).unwrap_err();
     assert!(e.contains("task"), "{e}");
 }
+
+/// Behind a defense that shows the server only aggregates, the attacks of a group that
+/// need each client's update are left out of that cell, named with why in the cell and
+/// in the report (`–` in their table); those that read an aggregate still run. An
+/// attack alone that cannot run there is left out too, and the cell still trains.
+#[test]
+fn attacks_that_need_each_update_are_left_out_behind_secure_aggregation() {
+    let m = load(&format!("{BASE}attacks: [[lda, ilrg, uniform], llg-star]\ndefenses: [none, secagg]\n")).unwrap();
+    assert_eq!(m.cells.len(), 4);
+    let names = |c: usize| m.cells[c].scenario.attacks.iter().map(|a| a.name.clone()).collect::<Vec<_>>();
+    assert_eq!(names(0), ["lda", "ilrg", "uniform"]);
+    assert_eq!(names(1), ["lda", "uniform"]);
+    assert_eq!(m.cells[1].omitted.len(), 1);
+    assert_eq!(m.cells[1].omitted[0].0, "ilrg");
+    assert!(m.cells[1].omitted[0].1.contains("`secagg` shows the server only their aggregate"));
+    assert!(names(3).is_empty() && m.cells[3].omitted[0].0 == "llg-star");
+    assert!(m.cells[0].omitted.is_empty() && m.cells[2].omitted.is_empty());
+
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(
+        tmp.path(),
+        "m.yaml",
+        &format!("{BASE}set: {{federation.rounds: 2}}\nattacks: [[lda, ilrg, uniform]]\ndefenses: [none, secagg]\n"),
+    );
+    let out = tmp.path().join("out");
+    let o = matrix_cmd(&f, &out, &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("Attacks not run in some cells") && md.contains("`ilrg` needs each client's update"), "{md}");
+    // Without such a defense, an impossible combination is still an error.
+    let e = load(&format!("{BASE}attacks: [ilrg]\ndefenses: [{{kind: dp-fedavg, clip: 1, noise_multiplier: 1}}]\nsweep: {{federation.client_fraction: [0.5]}}\n")).unwrap_err();
+    assert!(e.contains("federation.sampling"), "{e}");
+}

@@ -518,6 +518,16 @@ impl UploadProtocol for SecAgg {
     fn costs(&self) -> Vec<ProtocolCost> {
         self.costs.clone()
     }
+
+    /// The rounds' costs so far (their wall times are not kept: they are not results).
+    fn save_state(&self) -> Result<Vec<u8>> {
+        crate::fed::checkpoint::encode(&self.costs)
+    }
+
+    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
+        self.costs = if state.is_empty() { Vec::new() } else { crate::fed::checkpoint::decode(state, "secure aggregation's costs")? };
+        Ok(())
+    }
 }
 
 /// Shamir's t-out-of-k secret sharing of 32-byte secrets, through the `sharks` crate

@@ -34,6 +34,9 @@ pub struct FedState {
     pub clients: Vec<ClientCheckpoint>,
     /// The server strategy's own state ([`super::ServerStrategy::save_state`]).
     pub server: Vec<u8>,
+    /// The upload protocol's state ([`super::upload::UploadProtocol::save_state`]).
+    #[serde(default)]
+    pub upload: Vec<u8>,
 }
 
 /// What the rounds changed in one client.
@@ -128,6 +131,7 @@ mod tests {
                 optimizer: None,
                 defenses: vec![None, Some(vec![1, 2, 3])],
             }],
+            upload: vec![9],
             server: vec![9],
         };
         let bytes = encode(&state).unwrap();

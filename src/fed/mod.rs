@@ -543,6 +543,7 @@ impl Federation {
             param_ids: param_ids(&self.template),
             clients,
             server: strategy.save_state()?,
+            upload: self.upload.as_ref().map(|p| p.save_state()).transpose()?.unwrap_or_default(),
         })
     }
 
@@ -594,6 +595,9 @@ impl Federation {
             s.defenses.restore_states(&c.defenses)?;
         }
         strategy.restore_state(&state.server)?;
+        if let Some(p) = self.upload.as_mut() {
+            p.restore_state(&state.upload)?;
+        }
         Ok((state.global, state.metrics, state.round_seconds, state.trained))
     }
 }

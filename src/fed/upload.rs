@@ -114,6 +114,17 @@ pub trait UploadProtocol: Send {
     fn costs(&self) -> Vec<ProtocolCost> {
         Vec::new()
     }
+
+    /// What it keeps between rounds, for a checkpoint (nothing by default: every round's
+    /// randomness is derived from the seed and the round).
+    fn save_state(&self) -> Result<Vec<u8>> {
+        Ok(Vec::new())
+    }
+
+    /// Put back what [`save_state`](Self::save_state) saved.
+    fn restore_state(&mut self, _state: &[u8]) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Σ wᵢ·Δᵢ / Σ wᵢ over the uploads with weight > 0 (FedAvg on updates), in f64 in order.

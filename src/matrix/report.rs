@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 
-use super::spec::Matrix;
+use super::spec::{Cell, Matrix};
 use super::stats::*;
 use super::{figures, html};
 use crate::atomic::write_file;
@@ -146,6 +146,16 @@ fn markdown(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
         for c in not_dp {
             let why: Vec<String> = c.calibrations.iter().map(|k| crate::privacy::calibration_warning(k)).collect();
             writeln!(s, "> - `{}`: {}", c.id, why.join("; ")).expect("string");
+        }
+        s.push('\n');
+    }
+    let omitted: Vec<&Cell> = m.cells.iter().filter(|c| !c.omitted.is_empty()).collect();
+    if !omitted.is_empty() {
+        s.push_str("Attacks not run in some cells (`–` in their tables):\n\n");
+        for c in omitted {
+            for (attack, why) in &c.omitted {
+                writeln!(s, "- `{}`: `{attack}` {why}", c.id).expect("string");
+            }
         }
         s.push('\n');
     }

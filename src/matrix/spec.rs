@@ -96,6 +96,10 @@ pub struct Cell {
     pub params: Vec<Option<String>>,
     /// The cell's scenario, validated, with the base's seed (each run sets its own).
     pub scenario: Scenario,
+    /// Attacks of the axis left out of this cell, with why: behind a defense that shows
+    /// the server only aggregates, those that need each client's update (the report
+    /// marks them n/a).
+    pub omitted: Vec<(String, String)>,
 }
 
 impl Cell {
@@ -307,7 +311,7 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
                     .map_err(|(f, msg)| err(&format!("cell `{id}`"), format!("field `{f}`: {msg}")))?;
             }
         }
-        let scenario = Scenario::from_value(tree, file, Some(dir)).map_err(|e| {
+        let (scenario, omitted) = cell_scenario(tree, file, dir).map_err(|e| {
             let msg = match e {
                 Error::Scenario { field, msg, .. } => format!("scenario field `{field}`: {msg}"),
                 other => other.to_string(),
@@ -323,7 +327,7 @@ fn expand(m: MatrixFile, file: &str, dir: &Path, stem: String) -> Result<Matrix>
             let i = columns.iter().position(|c| c == k).expect("collected above");
             params[i] = Some(v.clone());
         }
-        cells.push(Cell { id, params, scenario });
+        cells.push(Cell { id, params, scenario, omitted });
     }
     Ok(Matrix { name, description: m.description, file: PathBuf::from(file), columns, cells, seeds })
 }
@@ -337,6 +341,34 @@ fn base_params(scenario: &Scenario, model: Option<String>) -> Vec<Option<String>
         Some(scenario.attacks.iter().map(|a| a.name.as_str()).collect::<Vec<_>>().join("+")),
         Some(scenario.defenses.iter().map(|d| d.name.as_str()).collect::<Vec<_>>().join("+")),
     ]
+}
+
+/// A cell's scenario from its tree. Behind a defense that shows the server only the
+/// aggregate of the updates (secure aggregation, a trusted aggregator), the attacks that
+/// need each client's update cannot run: they are left out of the cell and returned with
+/// why, so that an attack group and such a defense still share a matrix. Any other
+/// invalid combination is the error it was.
+fn cell_scenario(tree: Value, file: &str, dir: &Path) -> Result<(Scenario, Vec<(String, String)>)> {
+    let refused = match Scenario::from_value(tree.clone(), file, Some(dir)) {
+        Ok(s) => return Ok((s, Vec::new())),
+        Err(e) => e,
+    };
+    let Some(Value::Sequence(attacks)) = tree.get("attacks").cloned() else { return Err(refused) };
+    let entry = |a: &Value, key: &str| a.get(key).and_then(Value::as_str).map(str::to_string);
+    let mut bare = tree.clone();
+    let Ok(()) = scenario::set_field(&mut bare, "attacks", Value::Sequence(Vec::new())) else { return Err(refused) };
+    let hides = Scenario::from_value(bare, file, Some(dir)).ok().and_then(|s| s.upload_protocol_name_if_hidden().ok().flatten());
+    let Some(protocol) = hides else { return Err(refused) };
+    let (kept, left): (Vec<Value>, Vec<Value>) =
+        attacks.into_iter().partition(|a| entry(a, "kind").is_some_and(|k| k == "none" || crate::attacks::kind_reads_aggregate(&k)));
+    if left.is_empty() {
+        return Err(refused);
+    }
+    let mut filtered = tree;
+    let Ok(()) = scenario::set_field(&mut filtered, "attacks", Value::Sequence(kept)) else { return Err(refused) };
+    let s = Scenario::from_value(filtered, file, Some(dir))?;
+    let why = format!("needs each client's update; `{protocol}` shows the server only their aggregate");
+    Ok((s, left.iter().map(|a| (entry(a, "name").or_else(|| entry(a, "kind")).unwrap_or_default(), why.clone())).collect()))
 }
 
 /// A cell built by code rather than from a matrix file (`fgl-sim reproduce`).
@@ -369,7 +401,7 @@ impl Matrix {
                 let i = columns.iter().position(|c| *c == k).expect("collected above");
                 params[i] = Some(v);
             }
-            out.push(Cell { id, params, scenario });
+            out.push(Cell { id, params, scenario, omitted: Vec::new() });
         }
         Ok(Matrix { name: name.to_string(), description: description.to_string(), file: PathBuf::from(source), columns, cells: out, seeds })
     }
