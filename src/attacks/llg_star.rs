@@ -60,7 +60,7 @@ impl super::AttackConfig for LlgStarConfig {
 
     const ACTIVE: bool = false;
     /// Its estimate reads the head rows of whatever a sample is: a node, or a node pair.
-    const TASKS: &'static [crate::data::Task] = &[crate::data::Task::Node, crate::data::Task::Link];
+    const TASKS: &'static [crate::data::Task] = crate::data::Task::ALL;
 
     fn strategy(&self, name: &str) -> Box<dyn crate::fed::ServerStrategy> {
         Box::new(LlgStar::new(name, self.clone()))

@@ -94,7 +94,7 @@ macro_rules! attacks {
             /// See [`AttackConfig::TASKS`] (every task for `kind: none`).
             pub fn tasks(&self) -> &'static [Task] {
                 match self {
-                    AttackSpec::None(_) => &[Task::Node, Task::Link],
+                    AttackSpec::None(_) => Task::ALL,
                     $( AttackSpec::$variant(_) => <$module::$config as AttackConfig>::TASKS, )*
                 }
             }

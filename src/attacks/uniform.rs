@@ -30,7 +30,7 @@ impl super::AttackConfig for UniformConfig {
 
     const ACTIVE: bool = false;
     /// Its estimate reads the head rows of whatever a sample is: a node, or a node pair.
-    const TASKS: &'static [crate::data::Task] = &[crate::data::Task::Node, crate::data::Task::Link];
+    const TASKS: &'static [crate::data::Task] = crate::data::Task::ALL;
 
     fn validate(&self, federation: &crate::fed::FederationConfig, field: &str) -> Result<()> {
         self.rounds.validate(federation.rounds, &format!("{field}.rounds"))

@@ -29,6 +29,9 @@ pub enum Task {
 }
 
 impl Task {
+    /// Every task: what an attack or defense that reads only updates supports.
+    pub const ALL: &'static [Task] = &[Task::Node, Task::Link];
+
     pub fn is_node(&self) -> bool {
         *self == Task::Node
     }

@@ -69,7 +69,7 @@ fn default_delta() -> f64 {
 
 impl super::DefenseConfig for DpFedAvgConfig {
     /// It acts on the updates, whatever the samples were.
-    const TASKS: &'static [crate::data::Task] = &[crate::data::Task::Node, crate::data::Task::Link];
+    const TASKS: &'static [crate::data::Task] = crate::data::Task::ALL;
 
     /// No client-side role: the clients train as usual and upload their update.
     fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {

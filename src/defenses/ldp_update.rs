@@ -41,7 +41,7 @@ fn default_delta() -> f64 {
 
 impl super::DefenseConfig for LdpUpdateConfig {
     /// It acts on the update, whatever the samples were.
-    const TASKS: &'static [crate::data::Task] = &[crate::data::Task::Node, crate::data::Task::Link];
+    const TASKS: &'static [crate::data::Task] = crate::data::Task::ALL;
 
     fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
         if !(self.clip > 0.0 && self.clip.is_finite()) {

@@ -113,7 +113,7 @@ macro_rules! defenses {
             /// See [`DefenseConfig::TASKS`] (every task for `kind: none`).
             pub fn tasks(&self) -> &'static [Task] {
                 match self {
-                    DefenseSpec::None(_) => &[Task::Node, Task::Link],
+                    DefenseSpec::None(_) => Task::ALL,
                     $( DefenseSpec::$variant(_) => <$module::$config as DefenseConfig>::TASKS, )*
                 }
             }

@@ -82,7 +82,7 @@ pub const MAX_NEIGHBORS: usize = 254;
 
 impl super::DefenseConfig for SecAggConfig {
     /// It acts on the updates, whatever the samples were.
-    const TASKS: &'static [crate::data::Task] = &[crate::data::Task::Node, crate::data::Task::Link];
+    const TASKS: &'static [crate::data::Task] = crate::data::Task::ALL;
 
     /// No role on one client's data or training: the clients upload through the protocol.
     fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
@@ -177,7 +177,8 @@ fn kdf(label: &str, parts: &[&[u8]]) -> [u8; 32] {
     h.finalize().into()
 }
 
-/// The mask a 32-byte seed expands to: `len` values of Z_{2^64}.
+/// The mask a 32-byte seed expands to: `len` values of Z_{2^64} (ChaCha20's stream; it
+/// is most of the protocol's time: filling whole blocks at once was no faster).
 fn prg(seed: &[u8; 32], len: usize) -> impl Iterator<Item = u64> {
     let mut r = rng::keyed(kdf("fgl-sim secagg prg", &[seed]));
     (0..len).map(move |_| r.next_u64())
