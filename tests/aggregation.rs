@@ -194,3 +194,36 @@ fn secure_aggregation_is_fedavg_for_the_server_and_survives_dropouts() {
     );
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("`secagg` gives the server only their aggregate"));
 }
+
+/// The combination: distributed DP under secure aggregation. The clients add the noise
+/// in shares before masking, so the server sees only noised sums; every client reports
+/// the same ε as DP-FedAvg with the same q, z and rounds, and says it holds against the
+/// server too.
+#[test]
+fn distributed_dp_under_secure_aggregation_spends_what_dp_fedavg_does() {
+    let tmp = tempfile::tempdir().unwrap();
+    let both = run(
+        &tmp.path().join("both"),
+        &["defenses=[{kind: secagg, dp: {clip: 1, noise_multiplier: 1.2, min_clients: 5}}]", "attacks=[lda]"],
+    );
+    let central = run(&tmp.path().join("central"), &["defenses=[{kind: dp-fedavg, clip: 1, noise_multiplier: 1.2}]", "attacks=[lda]"]);
+    let p = &both["clients"][0]["privacy"][0];
+    assert_eq!(p["defense"], "secagg");
+    assert_eq!(p["epsilon"], central["clients"][0]["privacy"][0]["epsilon"]);
+    assert!(p["protects"].as_str().unwrap().contains("against the server too"));
+    assert!(attack(&both, "lda")["aggregate"]["inferences"] == 1);
+    assert!(both["final"]["test_accuracy"].as_f64().unwrap().is_finite());
+    let o = fgl(
+        &[
+            "run",
+            "scenarios/quickstart.yaml",
+            "--quiet",
+            "--out",
+            tmp.path().join("x").to_str().unwrap(),
+            "--set",
+            "defenses=[{kind: secagg, dp: {clip: 1, noise_multiplier: 1, min_clients: 9}}]",
+        ],
+        None,
+    );
+    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("dp.min_clients"));
+}

@@ -12,7 +12,7 @@ pub fn secagg(len: usize, reps: usize) -> Result<()> {
         rayon::current_num_threads()
     );
     println!("| clients | neighbours | dropped | KiB sent per client | MiB through the server | ms |\n|---:|---:|---:|---:|---:|---:|");
-    let full = |neighbors| SecAggConfig { threshold: 0.5, dropout: 0.0, neighbors, fraction_bits: 24 };
+    let full = |neighbors| SecAggConfig { threshold: 0.5, dropout: 0.0, neighbors, fraction_bits: 24, dp: None };
     let cases: [(usize, Option<usize>, usize); 8] = [
         (10, None, 0),
         (10, None, 2),
