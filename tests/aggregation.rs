@@ -227,3 +227,23 @@ fn distributed_dp_under_secure_aggregation_spends_what_dp_fedavg_does() {
     );
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("dp.min_clients"));
 }
+
+/// The active EC-LDA behind secure aggregation: it compresses the broadcast as usual, but
+/// reads only the aggregate, so it recovers the clients' joint distribution (cos-sim
+/// above 0.99 against their union) and per client no more than that union explains
+/// (within 0.02), where on each client's own update it is exact (above 0.99).
+#[test]
+fn ec_lda_behind_secure_aggregation_infers_only_the_joint_distribution() {
+    let tmp = tempfile::tempdir().unwrap();
+    let open = run(&tmp.path().join("open"), &["attacks=[ec-lda]"]);
+    assert!(attack(&open, "ec-lda")["mean"]["cos_sim"].as_f64().unwrap() > 0.99);
+    let hidden = run(&tmp.path().join("hidden"), &["defenses=[secagg]", "attacks=[ec-lda]"]);
+    let a = attack(&hidden, "ec-lda");
+    let (per_client, vs_union, explained) = (
+        a["mean"]["cos_sim"].as_f64().unwrap(),
+        a["aggregate"]["vs_union"]["cos_sim"].as_f64().unwrap(),
+        a["aggregate"]["union_vs_clients"]["cos_sim"].as_f64().unwrap(),
+    );
+    assert!(vs_union > 0.99, "{vs_union}");
+    assert!((per_client - explained).abs() < 0.02, "{per_client} vs {explained}");
+}
