@@ -244,12 +244,7 @@ impl Scenario {
     /// and the attacks it leaves possible: under one that hides the updates, only attacks
     /// that read an aggregate, and none granted a client's own gradient.
     fn check_upload_protocol(&self, threat: crate::fed::ThreatModel) -> Result<()> {
-        let clients = if self.federation.centralized { 1 } else { self.partition.clients };
-        let ctx = crate::fed::upload::UploadContext { clients, federation: &self.federation, seed: self.seed };
-        let Some(protocol) = self.client_pipeline().upload_protocol(&ctx)? else { return Ok(()) };
-        if !protocol.hides_updates() {
-            return Ok(());
-        }
+        let Some(protocol) = self.upload_protocol_name_if_hidden()? else { return Ok(()) };
         let readers: Vec<&str> =
             attacks::PRESETS.iter().map(|(kind, _)| *kind).filter(|k| attacks::kind_reads_aggregate(k)).filter(|k| *k != "none").collect();
         for (i, a) in self.attacks.iter().enumerate() {
@@ -259,7 +254,7 @@ impl Scenario {
                     format!(
                         "`{}` needs each client's own update, and `{}` gives the server only their aggregate; attacks that read an aggregate: {}",
                         a.name,
-                        protocol.name(),
+                        protocol,
                         readers.join(", ")
                     ),
                 ));
@@ -269,8 +264,7 @@ impl Scenario {
             return Err(Error::param(
                 "attacks",
                 format!(
-                    "a server granted each client's own gradient (`gradient: exact`) cannot sit behind `{}`, which hides every client's update",
-                    protocol.name()
+                    "a server granted each client's own gradient (`gradient: exact`) cannot sit behind `{protocol}`, which hides every client's update"
                 ),
             ));
         }

@@ -8,15 +8,33 @@ use common::fgl;
 use serde_json::Value;
 
 /// `fgl-sim run` of the quickstart (5 Louvain clients, 20 rounds, a head, no weight
-/// decay as the attacks assume) with `sets`; its metrics.json.
-fn run(out: &std::path::Path, sets: &[&str]) -> Value {
+/// decay as the attacks assume) into `out`, with `flags` and the `--set` overrides `sets`.
+fn quickstart(out: &std::path::Path, flags: &[&str], sets: &[&str]) -> std::process::Output {
     let mut args = vec!["run", "scenarios/quickstart.yaml", "--quiet", "--out", out.to_str().unwrap()];
+    args.extend(flags);
     for s in ["model.head=true", "train.weight_decay=0"].iter().chain(sets) {
         args.extend(["--set", s]);
     }
-    let o = fgl(&args, None);
+    fgl(&args, None)
+}
+
+/// [`quickstart`] with `sets`, which must succeed; its metrics.json.
+fn run(out: &std::path::Path, sets: &[&str]) -> Value {
+    let o = quickstart(out, &[], sets);
     assert!(o.status.success(), "{sets:?}: {}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_str(&std::fs::read_to_string(out.join("metrics.json")).unwrap()).unwrap()
+}
+
+/// [`quickstart`] with `sets` is refused, its error holds every one of `words`, and
+/// nothing is written.
+fn refused(out: &std::path::Path, sets: &[&str], words: &[&str]) {
+    let o = quickstart(out, &[], sets);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{sets:?} ran");
+    for w in words {
+        assert!(err.contains(w), "{sets:?}: `{w}` not in: {err}");
+    }
+    assert!(!out.exists());
 }
 
 fn attack<'a>(m: &'a Value, name: &str) -> &'a Value {
@@ -88,11 +106,7 @@ fn poisson_sampling_with_a_target_epsilon_is_accounted_and_deterministic() {
     let mut runs = Vec::new();
     for threads in ["1", "4"] {
         let out = tmp.path().join(threads);
-        let mut args = vec!["run", "scenarios/quickstart.yaml", "--quiet", "--threads", threads, "--out", out.to_str().unwrap()];
-        for s in ["model.head=true", "train.weight_decay=0"].iter().chain(&sets) {
-            args.extend(["--set", s]);
-        }
-        let o = fgl(&args, None);
+        let o = quickstart(&out, &["--threads", threads], &sets);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let m: Value = serde_json::from_str(&std::fs::read_to_string(out.join("metrics.json")).unwrap()).unwrap();
         runs.push((m["rounds"].clone(), m["attacks"].clone(), m["clients"].clone()));
@@ -112,19 +126,7 @@ fn poisson_sampling_with_a_target_epsilon_is_accounted_and_deterministic() {
 fn impossible_combinations_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("x");
-    let check = |sets: &[&str], words: &[&str]| {
-        let mut args = vec!["run", "scenarios/quickstart.yaml", "--quiet", "--out", out.to_str().unwrap(), "--set", "model.head=true"];
-        for s in sets {
-            args.extend(["--set", s]);
-        }
-        let o = fgl(&args, None);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{sets:?} ran");
-        for w in words {
-            assert!(err.contains(w), "{sets:?}: `{w}` not in: {err}");
-        }
-        assert!(!out.exists());
-    };
+    let check = |sets: &[&str], words: &[&str]| refused(&out, sets, words);
     let dp = "defenses=[dp-fedavg]";
     check(
         &[dp, "attacks=[lda, ilrg]"],
@@ -176,23 +178,7 @@ fn secure_aggregation_is_fedavg_for_the_server_and_survives_dropouts() {
     let summary = std::fs::read_to_string(tmp.path().join("drop/summary.md")).unwrap();
     assert!(summary.contains("**Upload protocol** `secagg`"), "{summary}");
 
-    let o = fgl(
-        &[
-            "run",
-            "scenarios/quickstart.yaml",
-            "--quiet",
-            "--out",
-            tmp.path().join("x").to_str().unwrap(),
-            "--set",
-            "model.head=true",
-            "--set",
-            "defenses=[secagg]",
-            "--set",
-            "attacks=[ilrg]",
-        ],
-        None,
-    );
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("`secagg` gives the server only their aggregate"));
+    refused(&tmp.path().join("x"), &["defenses=[secagg]", "attacks=[ilrg]"], &["`secagg` gives the server only their aggregate"]);
 }
 
 /// The combination: distributed DP under secure aggregation. The clients add the noise
@@ -213,19 +199,7 @@ fn distributed_dp_under_secure_aggregation_spends_what_dp_fedavg_does() {
     assert!(p["protects"].as_str().unwrap().contains("against the server too"));
     assert!(attack(&both, "lda")["aggregate"]["inferences"] == 1);
     assert!(both["final"]["test_accuracy"].as_f64().unwrap().is_finite());
-    let o = fgl(
-        &[
-            "run",
-            "scenarios/quickstart.yaml",
-            "--quiet",
-            "--out",
-            tmp.path().join("x").to_str().unwrap(),
-            "--set",
-            "defenses=[{kind: secagg, dp: {clip: 1, noise_multiplier: 1, min_clients: 9}}]",
-        ],
-        None,
-    );
-    assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("dp.min_clients"));
+    refused(&tmp.path().join("x"), &["defenses=[{kind: secagg, dp: {clip: 1, noise_multiplier: 1, min_clients: 9}}]"], &["dp.min_clients"]);
 }
 
 /// The active EC-LDA behind secure aggregation: it compresses the broadcast as usual, but

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::fed::upload::{Combined, Upload, UploadContext, UploadProtocol};
-use crate::fed::{ClientContext, Defense, RoundContext, Sampling};
+use crate::fed::{ClientContext, Defense, FederationConfig, RoundContext, Sampling};
 use crate::privacy::PrivacyCost;
 use crate::privacy::accountant::{self, Conversion, Mechanism};
 use crate::rng::Rng;
@@ -79,16 +79,7 @@ impl super::DefenseConfig for DpFedAvgConfig {
 
     fn upload(&self, name: &str, ctx: &UploadContext) -> Result<Option<Box<dyn UploadProtocol>>> {
         self.check()?;
-        let q = ctx.federation.client_fraction;
-        if q < 1.0 && ctx.federation.sampling != Sampling::Poisson {
-            return Err(Error::param(
-                "federation.sampling",
-                format!(
-                    "`{name}` accounts for Poisson sampling of the clients (each with probability q = client_fraction = {q}); \
-                     set `federation.sampling: poisson`, or client_fraction: 1"
-                ),
-            ));
-        }
+        let q = poisson_rate(&format!("`{name}`"), ctx.federation)?;
         let mech = Mechanism::DpSgd { sample_rate: q };
         let orders = accountant::default_orders();
         let rounds = ctx.federation.rounds as u64;
@@ -103,6 +94,23 @@ impl super::DefenseConfig for DpFedAvgConfig {
         };
         Ok(Some(Box::new(DpFedAvg { name: name.to_string(), cfg: self.clone(), z, q, clients: ctx.clients })))
     }
+}
+
+/// The sampling rate q the subsampled-Gaussian accountant of client-level DP may assume:
+/// `client_fraction` under Poisson sampling, or 1 when every client trains every round;
+/// any other sampling is refused, naming `federation.sampling` (`who` is the defense).
+pub(super) fn poisson_rate(who: &str, federation: &FederationConfig) -> Result<f64> {
+    let q = federation.client_fraction;
+    if q < 1.0 && federation.sampling != Sampling::Poisson {
+        return Err(Error::param(
+            "federation.sampling",
+            format!(
+                "{who} accounts for Poisson sampling of the clients (each with probability q = client_fraction = {q}); \
+                 set `federation.sampling: poisson`, or client_fraction: 1"
+            ),
+        ));
+    }
+    Ok(q)
 }
 
 impl DpFedAvgConfig {
@@ -180,15 +188,8 @@ impl UploadProtocol for DpFedAvg {
     }
 
     fn privacy_spent(&self, rounds: usize) -> Option<PrivacyCost> {
-        let (epsilon, delta) = match rounds {
-            0 => (0.0, 0.0),
-            _ => {
-                let mech = Mechanism::DpSgd { sample_rate: self.q };
-                let spent = accountant::epsilon(&mech, self.z, rounds as u64, self.cfg.delta, self.cfg.conversion, &accountant::default_orders())
-                    .expect("parameters checked when built");
-                (spent.epsilon, spent.delta)
-            }
-        };
+        let (epsilon, delta) = accountant::subsampled_gaussian_spent(self.q, self.z, rounds as u64, self.cfg.delta, self.cfg.conversion)
+            .expect("parameters checked when built");
         let against = match self.cfg.aggregator {
             Aggregator::Trusted => "against the server and whoever sees the global models (a trusted aggregator noises the sum)",
             Aggregator::Server => "against whoever sees the global models, NOT against the server, which reads every update before it noises the sum",

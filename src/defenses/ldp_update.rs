@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::fed::{ClientContext, Defense, ModelParams};
 use crate::model::NodeClassifier;
 use crate::privacy::PrivacyCost;
-use crate::privacy::accountant::{self, Conversion, Mechanism};
+use crate::privacy::accountant::{self, Conversion};
 use crate::train::{LocalStats, LocalTrainer, NextTrainer, TrainCall};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,16 +103,9 @@ impl LocalTrainer for LdpUpdateConfig {
 
     fn privacy_spent(&self, rounds: usize) -> Option<PrivacyCost> {
         // Sensitivity 2C against noise σC: the Gaussian mechanism at multiplier σ/2.
-        let orders = accountant::default_orders();
-        let mech = Mechanism::DpSgd { sample_rate: 1.0 };
-        let (epsilon, delta) = match rounds {
-            0 => (0.0, 0.0),
-            _ => {
-                let spent = accountant::epsilon(&mech, self.noise_multiplier / 2.0, rounds as u64, self.delta, self.conversion, &orders)
-                    .expect("parameters checked when built");
-                (spent.epsilon, spent.delta)
-            }
-        };
+        let (epsilon, delta) =
+            accountant::subsampled_gaussian_spent(1.0, self.noise_multiplier / 2.0, rounds as u64, self.delta, self.conversion)
+                .expect("parameters checked when built");
         Some(PrivacyCost {
             protects: format!(
                 "the client's whole local dataset, (ε, δ)-LDP over its {rounds} update(s): each clipped to L2 ≤ {} and noised with σ = {} \

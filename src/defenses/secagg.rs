@@ -151,12 +151,7 @@ impl super::DefenseConfig for SecAggConfig {
             if !(dp.delta > 0.0 && dp.delta < 1.0) {
                 return Err(Error::param("dp.delta", format!("{} is not allowed: δ must be in (0, 1)", dp.delta)));
             }
-            if q < 1.0 && ctx.federation.sampling != crate::fed::Sampling::Poisson {
-                return Err(Error::param(
-                    "federation.sampling",
-                    format!("`{name}`'s `dp` accounts for Poisson sampling of the clients (q = client_fraction = {q}); set `federation.sampling: poisson`, or client_fraction: 1"),
-                ));
-            }
+            super::dp_fedavg::poisson_rate(&format!("`{name}`'s `dp`"), ctx.federation)?;
         }
         Ok(Some(Box::new(SecAgg { name: name.to_string(), cfg: self.clone(), seed: ctx.seed, costs: Vec::new(), q, clients: ctx.clients })))
     }
@@ -607,17 +602,10 @@ impl UploadProtocol for SecAgg {
     }
 
     fn privacy_spent(&self, rounds: usize) -> Option<crate::privacy::PrivacyCost> {
-        use crate::privacy::accountant::{self, Mechanism};
         let dp = self.cfg.dp.as_ref()?;
-        let (epsilon, delta) = match rounds {
-            0 => (0.0, 0.0),
-            _ => {
-                let mech = Mechanism::DpSgd { sample_rate: self.q };
-                let spent = accountant::epsilon(&mech, dp.noise_multiplier, rounds as u64, dp.delta, dp.conversion, &accountant::default_orders())
-                    .expect("parameters checked when built");
-                (spent.epsilon, spent.delta)
-            }
-        };
+        let (epsilon, delta) =
+            crate::privacy::accountant::subsampled_gaussian_spent(self.q, dp.noise_multiplier, rounds as u64, dp.delta, dp.conversion)
+                .expect("parameters checked when built");
         Some(crate::privacy::PrivacyCost {
             protects: format!(
                 "the client's whole dataset, client-level (ε, δ)-DP over {rounds} round(s) of Poisson sampling at q = {}: updates clipped to L2 ≤ {}, each client adding 1/{} of the noise (z = {}) before masking — distributed DP: against the server too, which sees only noised sums of at least {} contributions",
@@ -668,11 +656,33 @@ mod shamir {
 mod tests {
     use super::*;
     use crate::fed::ParamTensor;
-    use crate::fed::upload::weighted_mean_update;
 
     fn protocol(neighbors: Option<usize>, dropout: f64) -> SecAgg {
         let cfg = SecAggConfig { threshold: 0.5, dropout, neighbors, fraction_bits: 24, dp: None };
         SecAgg { name: "secagg".into(), cfg, seed: 3, costs: Vec::new(), q: 1.0, clients: 10 }
+    }
+
+    /// Σ wᵢ·Δᵢ / Σ wᵢ over the uploads with weight > 0 (FedAvg on updates), in f64 in order.
+    fn weighted_mean_update(uploads: &[Upload<'_>]) -> Combined {
+        let total: usize = uploads.iter().map(|u| u.weight).sum();
+        let contributors: Vec<usize> = uploads.iter().filter(|u| u.weight > 0).map(|u| u.client).collect();
+        let mut sum: Option<Vec<Vec<f64>>> = None;
+        for u in uploads.iter().filter(|u| u.weight > 0) {
+            let w = u.weight as f64;
+            let d = u.delta();
+            match sum.as_mut() {
+                None => sum = Some(d.into_iter().map(|t| t.into_iter().map(|v| w * v).collect()).collect()),
+                Some(s) => {
+                    for (a, t) in s.iter_mut().zip(d) {
+                        for (x, v) in a.iter_mut().zip(t) {
+                            *x += w * v;
+                        }
+                    }
+                }
+            }
+        }
+        let mean_update = sum.map(|s| s.into_iter().map(|t| t.into_iter().map(|v| v / total as f64).collect()).collect()).unwrap_or_default();
+        Combined { mean_update, contributors, weight: total }
     }
 
     /// Inputs of `n` clients (ids 10, 11, …) of `len` values spread over Z_{2^64}.

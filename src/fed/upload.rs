@@ -127,29 +127,6 @@ pub trait UploadProtocol: Send {
     }
 }
 
-/// Σ wᵢ·Δᵢ / Σ wᵢ over the uploads with weight > 0 (FedAvg on updates), in f64 in order.
-pub fn weighted_mean_update(uploads: &[Upload<'_>]) -> Combined {
-    let total: usize = uploads.iter().map(|u| u.weight).sum();
-    let contributors: Vec<usize> = uploads.iter().filter(|u| u.weight > 0).map(|u| u.client).collect();
-    let mut sum: Option<Vec<Vec<f64>>> = None;
-    for u in uploads.iter().filter(|u| u.weight > 0) {
-        let w = u.weight as f64;
-        let d = u.delta();
-        match sum.as_mut() {
-            None => sum = Some(d.into_iter().map(|t| t.into_iter().map(|v| w * v).collect()).collect()),
-            Some(s) => {
-                for (a, t) in s.iter_mut().zip(d) {
-                    for (x, v) in a.iter_mut().zip(t) {
-                        *x += w * v;
-                    }
-                }
-            }
-        }
-    }
-    let mean_update = sum.map(|s| s.into_iter().map(|t| t.into_iter().map(|v| v / total as f64).collect()).collect()).unwrap_or_default();
-    Combined { mean_update, contributors, weight: total }
-}
-
 /// `base` + `update`, rounded to f32 once.
 pub fn apply(base: &ModelParams, update: &[Vec<f64>]) -> ModelParams {
     let mut out = base.clone();

@@ -253,6 +253,18 @@ pub fn epsilon(mech: &Mechanism, sigma: f64, steps: u64, delta: f64, conversion:
     spent(&mech.prepare()?, sigma, steps, delta, conversion, orders)
 }
 
+/// (ε, δ) after `steps` steps of the Poisson-subsampled Gaussian at rate `sample_rate`
+/// and noise multiplier `sigma` over [`default_orders`]; (0, 0) for no step. What the
+/// defenses that noise a whole update report (per round: `ldp-update`, `dp-fedavg`,
+/// `secagg`'s `dp`).
+pub fn subsampled_gaussian_spent(sample_rate: f64, sigma: f64, steps: u64, delta: f64, conversion: Conversion) -> Result<(f64, f64)> {
+    if steps == 0 {
+        return Ok((0.0, 0.0));
+    }
+    let spent = epsilon(&Mechanism::DpSgd { sample_rate }, sigma, steps, delta, conversion, &default_orders())?;
+    Ok((spent.epsilon, spent.delta))
+}
+
 /// The smallest σ (to a relative 1e-8, searched in [`SIGMA_SEARCH`] by bisection on log σ)
 /// whose ε is at most `target_epsilon`, and what it spends (ε ≤ target). If even σ = 10⁻⁴
 /// meets the target, that σ is returned.
