@@ -45,13 +45,20 @@ fn ms(t: Instant) -> f64 {
 
 /// Load, preprocess, partition and split as the scenario says.
 pub fn prepare(scenario: &Scenario, data_dir: Option<&Path>) -> Result<Prepared> {
-    prepare_within(scenario, data_dir, None, 1)
+    prepare_within(scenario, data_dir, None, 1, &mut |_| {})
 }
 
 /// [`prepare`], refusing first a scenario whose estimated peak memory with `threads`
 /// worker threads exceeds `max_memory` bytes: a synthetic graph before it is generated,
-/// a dataset once loaded (before anything else).
-pub fn prepare_within(scenario: &Scenario, data_dir: Option<&Path>, max_memory: Option<f64>, threads: usize) -> Result<Prepared> {
+/// a dataset once loaded (before anything else). `log` hears how a long partitioning
+/// goes.
+pub fn prepare_within(
+    scenario: &Scenario,
+    data_dir: Option<&Path>,
+    max_memory: Option<f64>,
+    threads: usize,
+    log: &mut dyn FnMut(&str),
+) -> Result<Prepared> {
     let check = |size: &DataSize| match max_memory {
         Some(limit) => check_memory(scenario, size, threads, limit),
         None => Ok(()),
@@ -81,7 +88,7 @@ pub fn prepare_within(scenario: &Scenario, data_dir: Option<&Path>, max_memory: 
         Partition::single(dataset.num_nodes())
     } else {
         scenario.partition.validate(&dataset)?;
-        partition::partition(&dataset, &scenario.partition, seed)?
+        partition::partition_logged(&dataset, &scenario.partition, seed, log)?
     };
     let (clients, dropped_edges) = partition.clients(&dataset.graph);
     let partition_ms = ms(t);
@@ -389,7 +396,12 @@ impl RunFiles {
 pub fn execute(scenario: &Scenario, stem: &str, opts: &RunOptions) -> Result<RunFiles> {
     let t = Instant::now();
     let threads = opts.threads.unwrap_or_else(backend::available_cores);
-    let prepared = prepare_within(scenario, opts.data_dir.as_deref(), opts.max_memory, threads)?;
+    let quiet = opts.quiet;
+    let prepared = prepare_within(scenario, opts.data_dir.as_deref(), opts.max_memory, threads, &mut |line| {
+        if !quiet {
+            eprintln!("{line}");
+        }
+    })?;
     if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::SeqCst)) {
         return Err(Error::Interrupted("stopped before round 1: nothing to save".into()));
     }

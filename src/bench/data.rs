@@ -1,17 +1,20 @@
 //! `fgl-sim bench data`.
 
 use std::path::Path;
+use std::time::Instant;
 
 use super::median_ms;
 use crate::backend::peak_rss_mib;
 use crate::data::registry;
 use crate::data::synthetic::SyntheticConfig;
 use crate::error::Result;
-use crate::partition::{self, Method, PartitionConfig};
+use crate::partition::{self, Method, PartitionConfig, louvain};
+use crate::rng;
 use crate::scenario::yaml_name;
 
-/// Loading and partitioning figures for Facebook, Cora and the synthetic default.
-pub fn data(dir: Option<&Path>, reps: usize) -> Result<()> {
+/// Loading and partitioning figures for Facebook, Cora and the synthetic default, then
+/// Louvain alone on generated graphs of `louvain_nodes` nodes.
+pub fn data(dir: Option<&Path>, reps: usize, louvain_nodes: &[usize]) -> Result<()> {
     println!("bench data: median of {reps} runs, release build expected (debug builds are ~10x slower)");
     let synthetic = SyntheticConfig::default();
     for name in ["facebook", "cora", "synthetic"] {
@@ -31,8 +34,38 @@ pub fn data(dir: Option<&Path>, reps: usize) -> Result<()> {
         }
         println!("{line}");
     }
+    for &nodes in louvain_nodes.iter().filter(|&&n| n > 0) {
+        louvain_scaling(nodes)?;
+    }
     if let Some(mib) = peak_rss_mib() {
         println!("peak resident memory: {mib:.1} MiB");
     }
+    Ok(())
+}
+
+/// Louvain on a generated cSBM graph (4 classes, average degree 10, homophily 0.8), once:
+/// seconds, passes, and the share of node evaluations the local moving skipped.
+fn louvain_scaling(nodes: usize) -> Result<()> {
+    let cfg = SyntheticConfig { nodes, avg_degree: 10.0, feature_dim: 1, ..SyntheticConfig::default() };
+    let t = Instant::now();
+    let ds = crate::data::synthetic::generate(&cfg, 0)?;
+    let generate = t.elapsed().as_secs_f64();
+    let (mut passes, mut evaluated, mut visits) = (0usize, 0usize, 0usize);
+    let t = Instant::now();
+    let c = louvain::louvain_reporting(&ds.graph, 1.0, &mut rng::derive(0, "louvain", &[]), &mut |_, p| {
+        passes += 1;
+        evaluated += p.evaluated;
+        visits += p.nodes;
+    });
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "louvain {nodes:>8} nodes {:>8} edges | {secs:>6.2} s ({:.0} ns per edge) | {} levels, {passes} passes, {:.1} % of node visits evaluated | {} communities, modularity {:.4} | graph generated in {generate:.1} s",
+        ds.graph.num_edges(),
+        secs * 1e9 / ds.graph.num_edges() as f64,
+        c.levels,
+        100.0 * evaluated as f64 / visits.max(1) as f64,
+        c.count,
+        c.modularity.unwrap_or(f64::NAN),
+    );
     Ok(())
 }

@@ -398,13 +398,17 @@ enum ScenarioAction {
 
 #[derive(Subcommand, Debug)]
 enum BenchWhat {
-    /// Dataset loading and partitioning times (Facebook, Cora, synthetic).
+    /// Dataset loading and partitioning times (Facebook, Cora, synthetic), and Louvain on
+    /// large generated graphs (average degree 10).
     Data {
         #[command(flatten)]
         data: DataDirArg,
         /// Repetitions per figure (the median is reported).
         #[arg(long, default_value_t = 5)]
         reps: usize,
+        /// Node counts of the generated graphs Louvain partitions (once each; 0 for none).
+        #[arg(long, value_delimiter = ',', default_values_t = [100_000usize, 300_000, 1_000_000])]
+        louvain_nodes: Vec<usize>,
     },
     /// First-layer X·W (forward + backward) with dense and sparse input, per width: the
     /// measurement behind the automatic input layout.
@@ -719,7 +723,9 @@ fn dispatch(command: Command) -> Result<()> {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::dp_gnn(dir.as_deref(), epochs, reps))
         }
-        Command::Bench { what: BenchWhat::Data { data, reps } } => crate::bench::data(data_dir(&data).as_deref(), reps),
+        Command::Bench { what: BenchWhat::Data { data, reps, louvain_nodes } } => {
+            crate::bench::data(data_dir(&data).as_deref(), reps, &louvain_nodes)
+        }
         Command::Bench { what: BenchWhat::Layout { data, backend, reps, threads } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::layout(dir.as_deref(), backend, reps))

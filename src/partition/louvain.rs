@@ -15,9 +15,15 @@
 //!    modularity by less than [`MIN_GAIN`] (that last level is then discarded, as in
 //!    python-louvain).
 //!
-//! Each pass is O(m) with a scratch array indexed by community (no hash maps, no dense
-//! matrices); aggregation is O(m log d). Communities are numbered 0.. in order of their
+//! A pass evaluates only the nodes whose choice could have changed since they last chose
+//! to stay (see [`Level::local_moving`]): the same passes and moves as full sweeps, bit
+//! for bit, at a fraction of the work once few nodes move. An evaluation is O(degree)
+//! with a scratch array indexed by community (no hash maps, no dense matrices);
+//! aggregation is O(m log d). Communities are numbered 0.. in order of their
 //! smallest node id, so the result depends only on the graph, γ and the RNG stream.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 use rand::seq::SliceRandom;
 
@@ -69,7 +75,8 @@ pub fn modularity(graph: &Graph, community: &[u32], resolution: f64) -> Option<f
 struct Level {
     indptr: Vec<usize>,
     nbr: Vec<u32>,
-    weight: Vec<f64>,
+    /// Edge weights: edge counts (integers, so every sum below is exact).
+    weight: Vec<u32>,
     /// Self-loop weight of each node (the edges collapsed inside it, each counted once).
     loops: Vec<f64>,
     /// Weighted degree `Σ_j w_ij + 2·loop_i`.
@@ -83,7 +90,7 @@ impl Level {
         Level {
             indptr: indptr.to_vec(),
             nbr: indices.to_vec(),
-            weight: vec![1.0; indices.len()],
+            weight: vec![1; indices.len()],
             loops: vec![0.0; n],
             strength: (0..n).map(|v| g.degree(v) as f64).collect(),
         }
@@ -95,68 +102,149 @@ impl Level {
 
     /// Local moving phase. Returns the community of each node (renumbered 0.. by first
     /// node), the number of communities, and the modularity gain of the level.
-    fn local_moving(&self, m2: f64, gamma: f64, rng: &mut Rng) -> (Vec<u32>, usize, f64) {
+    ///
+    /// Late passes move few nodes, so a node is evaluated again only when its choice
+    /// could differ from the stay it last chose. It depends on its neighbours'
+    /// communities (a neighbour's move marks it) and on the total strengths Σtot of its
+    /// candidate communities (its own and its neighbours'). When a small community's
+    /// Σtot changes, the nodes it can sway are marked: for a community that grew, its
+    /// members (staying got worse for them); for one that shrank, its members'
+    /// neighbours (it became more attractive to them). Changes of large communities,
+    /// which would mark too much, are summed instead (the drift): a gain is
+    /// `k_i,c − s_i·Σtot_c` with `s_i = γ·k_i/2m`, so they close the margin by which
+    /// staying last won by at most `s_i` times the drift since then, and a node waits in
+    /// a queue, keyed by the drift it can bear, to be marked once that could matter.
+    /// Weights and strengths are integers in f64 here (edge counts), so taking a node out
+    /// and putting it back is exact, and the margin allows for the rounding of the
+    /// computed gains: a skipped node is exactly a node that would have stayed, and the
+    /// passes, their moves and the result are those of full sweeps, bit for bit.
+    fn local_moving(&self, m2: f64, gamma: f64, rng: &mut Rng, on_pass: &mut dyn FnMut(Pass)) -> (Vec<u32>, usize, f64) {
+        self.local_moving_with(m2, gamma, rng, LARGE_COMMUNITY.max(self.nbr.len() / 1024), on_pass)
+    }
+
+    /// [`local_moving`](Self::local_moving) with communities of marking work above
+    /// `large` handled by the drift.
+    fn local_moving_with(&self, m2: f64, gamma: f64, rng: &mut Rng, large: usize, on_pass: &mut dyn FnMut(Pass)) -> (Vec<u32>, usize, f64) {
         let n = self.len();
         let mut comm: Vec<u32> = (0..n as u32).collect();
         let mut tot: Vec<f64> = self.strength.clone();
         let mut inn: Vec<f64> = self.loops.iter().map(|l| 2.0 * l).collect();
-        let q = |inn: &[f64], tot: &[f64]| -> f64 { inn.iter().zip(tot).map(|(i, t)| i / m2 - gamma * (t / m2) * (t / m2)).sum() };
-        let start_q = q(&inn, &tot);
+        // Each community's modularity term, kept up to date as nodes move; a pass's
+        // modularity is their sum in community order (the same additions as computing it
+        // afresh).
+        let term = |inn: f64, tot: f64| inn / m2 - gamma * (tot / m2) * (tot / m2);
+        let mut terms: Vec<f64> = inn.iter().zip(&tot).map(|(&i, &t)| term(i, t)).collect();
+        let start_q: f64 = terms.iter().sum();
         let mut cur_q = start_q;
-        let mut neigh_w = vec![0f64; n];
-        let mut seen = vec![false; n];
+        // Weight from the node being placed to each community; 0 = not yet seen (every
+        // edge weighs ≥ 1).
+        let mut neigh_w = vec![0u32; n];
         let mut touched: Vec<u32> = Vec::new();
         let mut order: Vec<u32> = (0..n as u32).collect();
+        let mut members = Members::singletons(n);
+        // Work of marking a community: its members plus their adjacency entries.
+        let mut size: Vec<usize> = (0..n).map(|v| 1 + self.indptr[v + 1] - self.indptr[v]).collect();
+        let mut dirty = vec![true; n];
+        let mut drift = DriftQueue::new(n);
+        let mut pass = 0usize;
         loop {
             order.shuffle(rng);
             let mut moves = 0usize;
+            let mut evaluated = 0usize;
             for &i in &order {
                 let i = i as usize;
-                let ci = comm[i] as usize;
+                if !dirty[i] {
+                    continue; // nothing that could change its choice changed
+                }
+                dirty[i] = false;
+                evaluated += 1;
                 let ki = self.strength[i];
+                let scale = gamma * ki / m2;
+                let ci = comm[i] as usize;
                 for e in self.indptr[i]..self.indptr[i + 1] {
                     let c = comm[self.nbr[e] as usize] as usize;
-                    if !seen[c] {
-                        seen[c] = true;
+                    if neigh_w[c] == 0 {
                         touched.push(c as u32);
                     }
                     neigh_w[c] += self.weight[e];
                 }
-                let k_own = neigh_w[ci];
+                let k_own = neigh_w[ci] as f64;
                 tot[ci] -= ki;
                 inn[ci] -= 2.0 * (k_own + self.loops[i]);
-                let scale = gamma * ki / m2;
+                let stay_gain = k_own - scale * tot[ci];
                 let mut best = ci;
-                let mut best_gain = k_own - scale * tot[ci];
+                let mut best_gain = stay_gain;
+                let mut other_gain = f64::NEG_INFINITY;
                 for &c in &touched {
                     let c = c as usize;
-                    let gain = neigh_w[c] - scale * tot[c];
+                    let gain = neigh_w[c] as f64 - scale * tot[c];
+                    if c != ci {
+                        other_gain = other_gain.max(gain);
+                    }
                     if gain > best_gain {
                         best = c;
                         best_gain = gain;
                     }
                 }
                 tot[best] += ki;
-                inn[best] += 2.0 * (neigh_w[best] + self.loops[i]);
-                if best != ci {
-                    comm[i] = best as u32;
-                    moves += 1;
-                }
+                inn[best] += 2.0 * (neigh_w[best] as f64 + self.loops[i]);
                 for &c in &touched {
-                    neigh_w[c as usize] = 0.0;
-                    seen[c as usize] = false;
+                    neigh_w[c as usize] = 0;
                 }
                 touched.clear();
+                if best == ci {
+                    // Rounding of the computed gains: each within a few ulps of k_i·(1+γ).
+                    let slack = 1e-12 * (1.0 + gamma) * (ki + 1.0);
+                    drift.watch(i, (stay_gain - other_gain - slack) / (scale * (1.0 + 1e-12)));
+                    continue;
+                }
+                comm[i] = best as u32;
+                moves += 1;
+                members.remove(i, ci);
+                members.insert(i, best);
+                terms[ci] = term(inn[ci], tot[ci]);
+                terms[best] = term(inn[best], tot[best]);
+                let cost = 1 + self.indptr[i + 1] - self.indptr[i];
+                size[ci] -= cost;
+                size[best] += cost;
+                // The node and its neighbours; then whom the two Σtot changes can sway.
+                drift.forget(i);
+                dirty[i] = true;
+                self.mark_neighbors(i, &mut dirty);
+                let mut drifted = 0u64;
+                if size[ci] > large {
+                    drifted += ki as u64;
+                } else {
+                    for v in members.of(ci) {
+                        self.mark_neighbors(v, &mut dirty);
+                    }
+                }
+                if size[best] > large {
+                    drifted += ki as u64;
+                } else {
+                    for v in members.of(best) {
+                        dirty[v] = true;
+                    }
+                }
+                drift.advance(drifted, &mut dirty);
             }
-            let new_q = q(&inn, &tot);
+            let new_q: f64 = terms.iter().sum();
             let gained = new_q - cur_q;
             cur_q = new_q;
+            on_pass(Pass { nodes: n, pass, moves, evaluated, gained });
+            pass += 1;
             if moves == 0 || gained < MIN_GAIN {
                 break;
             }
         }
         let count = renumber(&mut comm);
         (comm, count, cur_q - start_q)
+    }
+
+    fn mark_neighbors(&self, v: usize, dirty: &mut [bool]) {
+        for &w in &self.nbr[self.indptr[v]..self.indptr[v + 1]] {
+            dirty[w as usize] = true;
+        }
     }
 
     /// The community graph of `comm` (with `count` communities).
@@ -182,7 +270,7 @@ impl Level {
         let mut weight = Vec::new();
         let mut loops = vec![0f64; count];
         let mut strength = vec![0f64; count];
-        let mut acc = vec![0f64; count];
+        let mut acc = vec![0u32; count];
         let mut seen = vec![false; count];
         let mut touched: Vec<u32> = Vec::new();
         for c in 0..count {
@@ -194,7 +282,7 @@ impl Level {
                 for e in self.indptr[v]..self.indptr[v + 1] {
                     let d = comm[self.nbr[e] as usize] as usize;
                     if d == c {
-                        intra += self.weight[e];
+                        intra += self.weight[e] as f64;
                     } else {
                         if !seen[d] {
                             seen[d] = true;
@@ -209,7 +297,7 @@ impl Level {
             for &d in &touched {
                 nbr.push(d);
                 weight.push(acc[d as usize]);
-                acc[d as usize] = 0.0;
+                acc[d as usize] = 0;
                 seen[d as usize] = false;
             }
             touched.clear();
@@ -217,6 +305,129 @@ impl Level {
         }
         Level { indptr, nbr, weight, loops, strength }
     }
+}
+
+/// The members of each community during local moving: doubly linked lists in arrays,
+/// so a move is O(1) and a community's members are listed without scanning all nodes.
+struct Members {
+    head: Vec<u32>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Marking work (members + their adjacency entries) above which a community's changes
+/// are handled by the margin test rather than by marking the nodes they can sway (or
+/// 1/1024 of the level's entries, if more).
+const LARGE_COMMUNITY: usize = 4096;
+
+impl Members {
+    fn singletons(n: usize) -> Members {
+        Members { head: (0..n as u32).collect(), next: vec![NONE; n], prev: vec![NONE; n] }
+    }
+
+    fn remove(&mut self, v: usize, c: usize) {
+        let (p, nx) = (self.prev[v], self.next[v]);
+        if p == NONE {
+            self.head[c] = nx;
+        } else {
+            self.next[p as usize] = nx;
+        }
+        if nx != NONE {
+            self.prev[nx as usize] = p;
+        }
+    }
+
+    fn insert(&mut self, v: usize, c: usize) {
+        let h = self.head[c];
+        self.next[v] = h;
+        self.prev[v] = NONE;
+        if h != NONE {
+            self.prev[h as usize] = v as u32;
+        }
+        self.head[c] = v as u32;
+    }
+
+    fn of(&self, c: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut v = self.head[c];
+        std::iter::from_fn(move || {
+            (v != NONE).then(|| {
+                let cur = v as usize;
+                v = self.next[cur];
+                cur
+            })
+        })
+    }
+}
+
+/// The drift (the summed |ΔΣtot| of large communities, an integer) and the nodes that
+/// stayed, each keyed by the drift at which its margin could be gone.
+struct DriftQueue {
+    drift: u64,
+    /// (drift at which to mark the node, node, its watch number); entries whose watch
+    /// number is no longer the node's are stale.
+    heap: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    watch: Vec<u32>,
+}
+
+impl DriftQueue {
+    fn new(n: usize) -> DriftQueue {
+        DriftQueue { drift: 0, heap: BinaryHeap::new(), watch: vec![0; n] }
+    }
+
+    /// Node `v` stayed and can bear a drift of `room` (in exact arithmetic; NaN or
+    /// infinite when it has no other candidate).
+    fn watch(&mut self, v: usize, room: f64) {
+        self.forget(v);
+        if room.is_infinite() || room.is_nan() {
+            return; // no other community to go to until a neighbour moves
+        }
+        // The drift grows in integer steps; marking a step early is always safe.
+        let bearable = (room * (1.0 - 1e-9)).floor().max(1.0);
+        let at = if bearable >= (u64::MAX / 2) as f64 { return } else { self.drift + bearable as u64 };
+        self.heap.push(Reverse((at, v as u32, self.watch[v])));
+        if self.heap.len() > 4 * self.watch.len() + 1024 {
+            let watch = &self.watch;
+            self.heap.retain(|Reverse((_, u, w))| watch[*u as usize] == *w);
+        }
+    }
+
+    /// Node `v` is marked anyway: its queue entry is stale.
+    fn forget(&mut self, v: usize) {
+        self.watch[v] = self.watch[v].wrapping_add(1);
+    }
+
+    /// The drift grew by `by`: mark the nodes whose margin it may have closed.
+    fn advance(&mut self, by: u64, dirty: &mut [bool]) {
+        if by == 0 {
+            return;
+        }
+        self.drift += by;
+        while let Some(&Reverse((at, v, w))) = self.heap.peek() {
+            if at > self.drift {
+                break;
+            }
+            self.heap.pop();
+            if self.watch[v as usize] == w {
+                dirty[v as usize] = true;
+            }
+        }
+    }
+}
+
+/// What one local-moving pass did (for progress reports).
+#[derive(Debug, Clone, Copy)]
+pub struct Pass {
+    /// Nodes of the level's graph (the input graph at level 0, communities above).
+    pub nodes: usize,
+    /// Pass number within the level, from 0.
+    pub pass: usize,
+    pub moves: usize,
+    /// Nodes whose placement was computed (the others could not have moved).
+    pub evaluated: usize,
+    /// Modularity gained by the pass.
+    pub gained: f64,
 }
 
 /// Renumber community ids 0.. in order of first occurrence; returns the count.
@@ -237,14 +448,21 @@ fn renumber(comm: &mut [u32]) -> usize {
 /// Run multi-level Louvain on `graph` at resolution `gamma` (> 0), drawing the node
 /// visiting orders from `rng`.
 pub fn louvain(graph: &Graph, gamma: f64, rng: &mut Rng) -> Communities {
+    louvain_reporting(graph, gamma, rng, &mut |_, _| {})
+}
+
+/// [`louvain`], telling `on_pass` the level and what each local-moving pass did.
+pub fn louvain_reporting(graph: &Graph, gamma: f64, rng: &mut Rng, on_pass: &mut dyn FnMut(usize, Pass)) -> Communities {
     let n = graph.num_nodes();
     let mut node_comm: Vec<u32> = (0..n as u32).collect();
+    // Weights, and sums of them up to 2m, are u32 (exact integers).
+    assert!(graph.num_edges() < 1 << 31, "Louvain handles graphs of fewer than 2^31 edges");
     let m2 = 2.0 * graph.num_edges() as f64;
     let mut levels = 0usize;
     if m2 > 0.0 {
         let mut level = Level::from_graph(graph);
         loop {
-            let (comm, count, gain) = level.local_moving(m2, gamma, rng);
+            let (comm, count, gain) = level.local_moving(m2, gamma, rng, &mut |p| on_pass(levels, p));
             if count == level.len() || gain < MIN_GAIN {
                 break;
             }
@@ -373,6 +591,136 @@ mod tests {
                 assert!(q2 <= q + 1e-3, "moving {v} to {c}: {q2} > {q}");
             }
             comm[v] = own;
+        }
+    }
+
+    /// Local moving as it was first written: every node evaluated in every pass.
+    fn local_moving_full_sweeps(level: &Level, m2: f64, gamma: f64, rng: &mut Rng) -> (Vec<u32>, usize, f64) {
+        let n = level.len();
+        let mut comm: Vec<u32> = (0..n as u32).collect();
+        let mut tot: Vec<f64> = level.strength.clone();
+        let mut inn: Vec<f64> = level.loops.iter().map(|l| 2.0 * l).collect();
+        let q = |inn: &[f64], tot: &[f64]| -> f64 { inn.iter().zip(tot).map(|(i, t)| i / m2 - gamma * (t / m2) * (t / m2)).sum() };
+        let start_q = q(&inn, &tot);
+        let mut cur_q = start_q;
+        let mut neigh_w = vec![0u32; n];
+        let mut seen = vec![false; n];
+        let mut touched: Vec<u32> = Vec::new();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        loop {
+            order.shuffle(rng);
+            let mut moves = 0usize;
+            for &i in &order {
+                let i = i as usize;
+                let ci = comm[i] as usize;
+                let ki = level.strength[i];
+                for e in level.indptr[i]..level.indptr[i + 1] {
+                    let c = comm[level.nbr[e] as usize] as usize;
+                    if !seen[c] {
+                        seen[c] = true;
+                        touched.push(c as u32);
+                    }
+                    neigh_w[c] += level.weight[e];
+                }
+                let k_own = neigh_w[ci] as f64;
+                tot[ci] -= ki;
+                inn[ci] -= 2.0 * (k_own + level.loops[i]);
+                let scale = gamma * ki / m2;
+                let mut best = ci;
+                let mut best_gain = k_own - scale * tot[ci];
+                for &c in &touched {
+                    let c = c as usize;
+                    let gain = neigh_w[c] as f64 - scale * tot[c];
+                    if gain > best_gain {
+                        best = c;
+                        best_gain = gain;
+                    }
+                }
+                tot[best] += ki;
+                inn[best] += 2.0 * (neigh_w[best] as f64 + level.loops[i]);
+                if best != ci {
+                    comm[i] = best as u32;
+                    moves += 1;
+                }
+                for &c in &touched {
+                    neigh_w[c as usize] = 0;
+                    seen[c as usize] = false;
+                }
+                touched.clear();
+            }
+            let new_q = q(&inn, &tot);
+            let gained = new_q - cur_q;
+            cur_q = new_q;
+            if moves == 0 || gained < MIN_GAIN {
+                break;
+            }
+        }
+        let count = renumber(&mut comm);
+        (comm, count, cur_q - start_q)
+    }
+
+    /// Every level's local moving, by the incremental passes and by full sweeps from the
+    /// same RNG state: the same communities and the same gain, bit for bit.
+    /// `large`: the marking work above which a community's changes go to the margin test
+    /// (0: always, `usize::MAX`: never).
+    fn assert_same_as_full_sweeps(g: &Graph, gamma: f64, seed: u64, large: usize) -> (usize, usize) {
+        let m2 = 2.0 * g.num_edges() as f64;
+        let mut level = Level::from_graph(g);
+        let mut rng = rng::derive(seed, "louvain", &[]);
+        let (mut evaluated, mut sweeps) = (0usize, 0usize);
+        loop {
+            let mut full_rng = rng.clone();
+            let (comm, count, gain) = level.local_moving_with(m2, gamma, &mut rng, large, &mut |p| {
+                evaluated += p.evaluated;
+                sweeps += p.nodes;
+            });
+            let (c2, n2, g2) = local_moving_full_sweeps(&level, m2, gamma, &mut full_rng);
+            assert_eq!((&comm, count, gain.to_bits()), (&c2, n2, g2.to_bits()), "level of {} nodes, seed {seed}", level.len());
+            assert_eq!(rng.random::<u64>(), full_rng.random::<u64>(), "both consumed the same draws");
+            if count == level.len() || gain < MIN_GAIN {
+                return (evaluated, sweeps);
+            }
+            level = level.aggregate(&comm, count);
+        }
+    }
+
+    #[test]
+    fn incremental_passes_equal_full_sweeps() {
+        // Sparse random graphs, a planted-partition graph (many passes with few moves, as
+        // on the synthetic generator's graphs), self loops, and a high resolution.
+        // Each community's changes marked, each left to the margin test, and a mix.
+        let thresholds = [usize::MAX, 0, 40];
+        let mut skipped = [0.0; 3];
+        for seed in 0..6 {
+            for (t, &large) in thresholds.iter().enumerate() {
+                let (e, s) = assert_same_as_full_sweeps(&random_graph(3000, 9000, seed), 1.0, seed, large);
+                skipped[t] += 1.0 - e as f64 / s as f64;
+            }
+        }
+        let mut r = rng::derive(9, "test-graph", &[]);
+        let n = 4000;
+        let e: Vec<(usize, usize)> = (0..16000)
+            .map(|_| {
+                let u = r.random_range(0..n);
+                let v = if r.random_bool(0.8) { (u % 4) + 4 * r.random_range(0..n / 4) } else { r.random_range(0..n) };
+                (u, v)
+            })
+            .collect();
+        let planted = graph(n, &e);
+        for seed in 0..4 {
+            for (t, &large) in thresholds.iter().enumerate() {
+                let (e, s) = assert_same_as_full_sweeps(&planted, 1.0, seed, large);
+                skipped[t] += 1.0 - e as f64 / s as f64;
+            }
+        }
+        let with_loops = graph(50, &(0..200).map(|i| ((i * 7) % 50, (i * 13) % 50)).collect::<Vec<_>>());
+        for &large in &thresholds {
+            assert_same_as_full_sweeps(&planted, 3.0, 0, large);
+            assert_same_as_full_sweeps(&with_loops, 1.0, 0, large);
+        }
+        // And the skipping is real: many evaluations of the later passes are saved.
+        for (t, s) in skipped.iter().enumerate() {
+            assert!(s / 10.0 > 0.15, "threshold {}: mean share of evaluations skipped {}", thresholds[t], s / 10.0);
         }
     }
 

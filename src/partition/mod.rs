@@ -142,12 +142,33 @@ pub struct Client {
 
 /// Split `dataset` into `cfg.clients` clients. Validates `cfg` first.
 pub fn partition(dataset: &Dataset, cfg: &PartitionConfig, seed: u64) -> Result<Partition> {
+    partition_logged(dataset, cfg, seed, &mut |_| {})
+}
+
+/// [`partition`], telling `log` how a long Louvain run goes: a line at most every
+/// second (so graphs that take under a second say nothing).
+pub fn partition_logged(dataset: &Dataset, cfg: &PartitionConfig, seed: u64, log: &mut dyn FnMut(&str)) -> Result<Partition> {
     cfg.validate(dataset)?;
     let g = &dataset.graph;
     let k = cfg.clients;
     let part = match cfg.method {
         Method::Louvain => {
-            let c = louvain::louvain(g, cfg.resolution, &mut rng::derive(seed, "louvain", &[]));
+            let start = std::time::Instant::now();
+            let mut last = start;
+            let c = louvain::louvain_reporting(g, cfg.resolution, &mut rng::derive(seed, "louvain", &[]), &mut |level, p| {
+                if last.elapsed().as_secs_f64() >= 1.0 {
+                    last = std::time::Instant::now();
+                    log(&format!(
+                        "louvain: level {level} ({} nodes), pass {}: {} moves, {} nodes evaluated, modularity {:+.2e} ({:.0} s)",
+                        p.nodes,
+                        p.pass + 1,
+                        p.moves,
+                        p.evaluated,
+                        p.gained,
+                        start.elapsed().as_secs_f64()
+                    ));
+                }
+            });
             let client = assign::balance(&c.community, c.count, k, cfg.delta);
             Partition {
                 num_clients: k,
