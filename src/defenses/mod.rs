@@ -50,6 +50,9 @@ pub struct RunSize {
     pub widths: f64,
     /// Clients training at once.
     pub concurrent: f64,
+    /// Clients taking part in a round (expected), and the model's parameter count.
+    pub clients_per_round: f64,
+    pub parameters: f64,
 }
 
 /// A defense's time relative to plain training (the epochs take `factor` times as long,
@@ -58,6 +61,8 @@ pub struct RunSize {
 pub struct CostHint {
     pub factor: f64,
     pub seconds_per_epoch: f64,
+    /// Work of its own per round (an upload protocol's).
+    pub seconds_per_round: f64,
     /// The clients' features become dense (a feature mechanism's output).
     pub dense_features: bool,
     /// Graph entries (arcs) it adds, e.g. the fake edges of edge RR.
@@ -68,7 +73,7 @@ pub struct CostHint {
 
 impl Default for CostHint {
     fn default() -> Self {
-        CostHint { factor: 1.0, seconds_per_epoch: 0.0, dense_features: false, extra_arcs: 0.0, extra_bytes: 0.0 }
+        CostHint { factor: 1.0, seconds_per_epoch: 0.0, seconds_per_round: 0.0, dense_features: false, extra_arcs: 0.0, extra_bytes: 0.0 }
     }
 }
 
