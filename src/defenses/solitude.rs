@@ -355,6 +355,9 @@ impl LocalTrainer for Calibration {
         let column = |w: &[f32], device: &burn::tensor::Device| Tensor::<2>::from_data(TensorData::new(w.to_vec(), [entries, 1]), device);
         let base = data.graph.clone();
         let mut refine = |model: &NodeClassifier, d: &ClientTensors| -> Option<ClientTensors> {
+            // θ is fixed during these steps: its gradients (the dense X·W's above all, on
+            // perturbed features) would be computed and thrown away.
+            let model = model.clone().no_grad();
             for _ in 0..c.adjacency_steps {
                 let w = column(&adjacency.weights, &device).require_grad();
                 let tensors = ClientTensors { graph: base.with_edge_weights(w.clone()), ..d.clone() };
