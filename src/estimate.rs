@@ -169,11 +169,7 @@ pub fn run_size(s: &Scenario, size: &DataSize, threads: usize) -> RunSize {
         layers: s.model.layers,
         widths: output_units(s, size.classes),
         concurrent,
-        clients_per_round: match (s.federation.centralized, s.federation.clients_per_round) {
-            (true, _) => 1.0,
-            (false, Some(k)) => (k as f64).min(clients),
-            (false, None) => (s.federation.client_fraction * clients).max(1.0),
-        },
+        clients_per_round: if s.federation.centralized { 1.0 } else { s.federation.expected_round_size(s.partition.clients) },
         parameters: parameters(s, size),
     }
 }
@@ -253,7 +249,7 @@ pub fn memory(s: &Scenario, size: &DataSize, threads: usize) -> MemoryEstimate {
             ),
         },
     ];
-    let p = parameters(s, size);
+    let p = run.parameters;
     parts.push(Part {
         what: "model",
         bytes: p * 4.0 * (PARAMETERS_PER_CLIENT * run.clients + PARAMETERS_PER_TRAINER * run.concurrent),

@@ -67,6 +67,21 @@ impl Default for FederationConfig {
 pub const MAX_ROUNDS: usize = 1_000_000;
 
 impl FederationConfig {
+    /// How many of `k` clients a round draws under fixed sampling: `clients_per_round`,
+    /// or round(client_fraction · k), within 1..=k.
+    pub fn fixed_round_size(&self, k: usize) -> usize {
+        self.clients_per_round.unwrap_or_else(|| (self.client_fraction * k as f64).round() as usize).clamp(1, k)
+    }
+
+    /// Clients of `k` in a round on average: the fixed round size, or q·k under Poisson
+    /// sampling.
+    pub fn expected_round_size(&self, k: usize) -> f64 {
+        match self.sampling {
+            Sampling::Fixed => self.fixed_round_size(k) as f64,
+            Sampling::Poisson => self.client_fraction * k as f64,
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         if !(1..=MAX_ROUNDS).contains(&self.rounds) {
             return Err(Error::param("federation.rounds", format!("{} is not allowed; allowed 1..={MAX_ROUNDS}", self.rounds)));

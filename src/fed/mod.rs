@@ -704,21 +704,18 @@ fn rng_seed(seed: u64, purpose: &str) -> u64 {
     rng::derive(seed, purpose, &[]).random()
 }
 
-/// Indices of the clients that train in `round`: all of them, or a seeded sample of
-/// max(1, round(fraction·K)), in ascending order.
 /// The clients of `round` (ascending): all of them, a fixed number drawn without
-/// replacement, or each with probability `client_fraction` (Poisson), from the round's
-/// own stream.
+/// replacement ([`FederationConfig::fixed_round_size`]), or each with probability
+/// `client_fraction` (Poisson), from the round's own stream.
 fn select_clients(k: usize, cfg: &FederationConfig, seed: u64, round: usize) -> Vec<usize> {
-    let fraction = cfg.client_fraction;
     if cfg.sampling == Sampling::Poisson {
         let mut r = rng::derive(seed, "client-sampling-poisson", &[round as u64]);
-        return (0..k).filter(|_| r.random::<f64>() < fraction).collect();
+        return (0..k).filter(|_| r.random::<f64>() < cfg.client_fraction).collect();
     }
-    if fraction >= 1.0 && cfg.clients_per_round.is_none_or(|m| m >= k) {
+    let m = cfg.fixed_round_size(k);
+    if m == k {
         return (0..k).collect();
     }
-    let m = cfg.clients_per_round.unwrap_or_else(|| (fraction * k as f64).round() as usize).clamp(1, k);
     let mut all: Vec<usize> = (0..k).collect();
     all.shuffle(&mut rng::derive(seed, "client-selection", &[round as u64]));
     let mut chosen = all[..m].to_vec();

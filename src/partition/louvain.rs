@@ -385,8 +385,10 @@ impl DriftQueue {
         }
         // The drift grows in integer steps; marking a step early is always safe.
         let bearable = (room * (1.0 - 1e-9)).floor().max(1.0);
-        let at = if bearable >= (u64::MAX / 2) as f64 { return } else { self.drift + bearable as u64 };
-        self.heap.push(Reverse((at, v as u32, self.watch[v])));
+        if bearable >= (u64::MAX / 2) as f64 {
+            return; // beyond any drift a level can reach
+        }
+        self.heap.push(Reverse((self.drift + bearable as u64, v as u32, self.watch[v])));
         if self.heap.len() > 4 * self.watch.len() + 1024 {
             let watch = &self.watch;
             self.heap.retain(|Reverse((_, u, w))| watch[*u as usize] == *w);
