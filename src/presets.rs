@@ -269,23 +269,47 @@ pub fn take_entries<S: PresetSpec>(
 /// `fgl-sim presets`: every built-in preset with its parameters and their defaults.
 pub fn describe_all() -> String {
     let mut out = String::new();
-    for kind in [Kind::Attack, Kind::Defense] {
-        out.push_str(&format!("# {} (built-in presets; a scenario may also name a YAML file or inline a map)\n\n", kind.field()));
-        for (name, text) in builtin(kind) {
-            let about: Vec<&str> = text.lines().take_while(|l| l.starts_with('#')).map(|l| l.trim_start_matches('#').trim()).collect();
-            let resolved = match kind {
-                Kind::Attack => Named::<AttackSpec>::builtin(name).and_then(|n| yaml(&n)),
-                Kind::Defense => Named::<DefenseSpec>::builtin(name).and_then(|n| yaml(&n)),
-            };
-            out.push_str(&format!("## {name}\n{}\n", about.join(" ")));
-            match resolved {
-                Ok(y) => out.push_str(&y),
-                Err(e) => out.push_str(&format!("(invalid: {e})\n")),
-            }
-            out.push('\n');
+    let mut kind = None;
+    for p in list() {
+        if kind != Some(p.kind) {
+            kind = Some(p.kind);
+            out.push_str(&format!("# {} (built-in presets; a scenario may also name a YAML file or inline a map)\n\n", p.kind.field()));
         }
+        out.push_str(&format!("## {}\n{}\n", p.name, p.about));
+        match p.yaml {
+            Ok(y) => out.push_str(&y),
+            Err(e) => out.push_str(&format!("(invalid: {e})\n")),
+        }
+        out.push('\n');
     }
     out
+}
+
+/// A built-in preset as `fgl-sim presets` shows it.
+pub struct PresetInfo {
+    pub kind: Kind,
+    pub name: &'static str,
+    /// The comment lines at the top of its file, joined.
+    pub about: String,
+    /// Its resolved spec (every default filled in), or why it does not resolve.
+    pub yaml: Result<String>,
+}
+
+/// Every built-in preset, attacks first, in registry order.
+pub fn list() -> Vec<PresetInfo> {
+    [Kind::Attack, Kind::Defense]
+        .into_iter()
+        .flat_map(|kind| {
+            builtin(kind).iter().map(move |&(name, text)| {
+                let about: Vec<&str> = text.lines().take_while(|l| l.starts_with('#')).map(|l| l.trim_start_matches('#').trim()).collect();
+                let yaml = match kind {
+                    Kind::Attack => Named::<AttackSpec>::builtin(name).and_then(|n| yaml(&n)),
+                    Kind::Defense => Named::<DefenseSpec>::builtin(name).and_then(|n| yaml(&n)),
+                };
+                PresetInfo { kind, name, about: about.join(" "), yaml }
+            })
+        })
+        .collect()
 }
 
 fn yaml<T: Serialize>(v: &T) -> Result<String> {

@@ -174,7 +174,8 @@ pub struct RunOptions {
     /// not depend on it.
     pub threads: Option<usize>,
     /// Where round progress goes instead of a bar (`fgl-sim matrix`); `None`: a bar on
-    /// a terminal unless `quiet`.
+    /// a terminal unless `quiet`. (A reproduction's hook hears runs, not rounds: (runs
+    /// finished, runs to do).)
     pub progress: Option<Progress>,
     /// `reproduce`: keep the finished runs already in the results directory whose
     /// recorded scenario is the one the command now gives, and run only the rest.

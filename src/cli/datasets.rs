@@ -8,25 +8,41 @@ use serde_json::json;
 use crate::data::registry;
 use crate::error::Result;
 
-pub(super) fn datasets(dir: Option<&Path>, as_json: bool) -> Result<()> {
+/// One dataset the registry knows: `ok` and its statistics and notes when it loads from
+/// the data directory, or why not.
+pub(super) type Row = (&'static registry::DatasetSpec, String, Option<(crate::data::DatasetStats, Vec<String>)>, String);
+
+/// Every dataset the registry knows, each loaded from `dir` (and checked) if it can be.
+pub(super) fn rows(dir: Option<&Path>) -> Vec<Row> {
     let synthetic = Default::default();
-    let mut rows = Vec::new();
-    for spec in registry::known() {
-        let (status, stats) = match registry::load(spec.name, dir, &synthetic, 0) {
-            Ok(ds) => ("ok".to_string(), Some((ds.stats(), ds.notes))),
-            Err(e) => (format!("not loaded: {e}"), None),
-        };
-        rows.push((spec, status, stats));
-    }
+    registry::known()
+        .iter()
+        .map(|spec| {
+            let (status, stats) = match registry::load(spec.name, dir, &synthetic, 0) {
+                Ok(ds) => ("ok".to_string(), Some((ds.stats(), ds.notes))),
+                Err(e) => (format!("not loaded: {e}"), None),
+            };
+            (spec, status, stats, location(spec, dir))
+        })
+        .collect()
+}
+
+/// What `datasets --json` prints.
+pub(super) fn rows_json(rows: &[Row]) -> serde_json::Value {
+    let list: Vec<_> = rows
+        .iter()
+        .map(|(spec, status, stats, expected)| {
+            json!({ "name": spec.name, "expected": expected, "description": spec.description, "status": status,
+                    "stats": stats.as_ref().map(|s| &s.0), "notes": stats.as_ref().map(|s| &s.1) })
+        })
+        .collect();
+    serde_json::Value::Array(list)
+}
+
+pub(super) fn datasets(dir: Option<&Path>, as_json: bool) -> Result<()> {
+    let rows = rows(dir);
     if as_json {
-        let list: Vec<_> = rows
-            .iter()
-            .map(|(spec, status, stats)| {
-                json!({ "name": spec.name, "expected": location(spec, dir), "description": spec.description, "status": status,
-                        "stats": stats.as_ref().map(|s| &s.0), "notes": stats.as_ref().map(|s| &s.1) })
-            })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&list).expect("json"));
+        println!("{}", serde_json::to_string_pretty(&rows_json(&rows)).expect("json"));
         return Ok(());
     }
     match dir {
@@ -37,7 +53,7 @@ pub(super) fn datasets(dir: Option<&Path>, as_json: bool) -> Result<()> {
         "{:<19} {:>6} {:>7} {:>6} {:>5} {:>14} {:>13} {:>4}  status / expected at",
         "name", "nodes", "edges", "loops", "isol", "LCC nodes/edg", "features", "cls"
     );
-    for (spec, status, stats) in &rows {
+    for (spec, status, stats, expected) in &rows {
         match stats {
             Some((s, notes)) => {
                 let feat = match (s.feature_dim, s.feature_kind) {
@@ -54,7 +70,7 @@ pub(super) fn datasets(dir: Option<&Path>, as_json: bool) -> Result<()> {
                     format!("{}/{}", s.lcc_nodes, s.lcc_edges),
                     feat,
                     s.classes,
-                    location(spec, dir)
+                    expected
                 );
                 for n in notes {
                     println!("{:<19} note: {n}", "");

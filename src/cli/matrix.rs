@@ -58,10 +58,7 @@ pub(super) fn matrix_cmd(
         );
         return Ok(());
     }
-    // `reproduce --resume` reuses a directory with a subset of its cells; a matrix
-    // command never shares one with another matrix.
-    matrix::store::check_same_matrix(m, &out)?;
-    let o = matrix::run(m, opts)?;
+    let o = super::run_matrix(m, opts)?;
     let peak = crate::backend::peak_rss_mib().map_or(String::new(), |mb| format!(", peak memory {mb:.0} MiB"));
     println!(
         "{} run(s) in {:.1} s ({} already finished){peak}; report written to {}/report.html",
@@ -71,12 +68,7 @@ pub(super) fn matrix_cmd(
         o.out.display()
     );
     if o.failed > 0 {
-        return Err(Error::Other(format!(
-            "{} of {} run(s) failed; their errors are in {}/report.md and cells.csv; rerun the same command to retry them",
-            o.failed,
-            o.ran,
-            o.out.display()
-        )));
+        return Err(Error::Other(super::failed_runs_message(&o)));
     }
     Ok(())
 }

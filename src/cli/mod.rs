@@ -330,20 +330,30 @@ fn completions(shell: clap_complete::Shell) -> String {
 }
 
 /// Run a paper's table as `args` ask (both settings unless some are named; the base
-/// scenario's dataset and the paper's runs unless given) and print it.
-fn reproduce_table(table: &PaperTable, args: TableArgs, variant: &Variant) -> Result<()> {
+/// scenario's dataset and the paper's runs unless given); returns its directory.
+fn reproduce_table(table: &PaperTable, args: TableArgs, variant: &Variant, front: &Front) -> Result<PathBuf> {
     let TableArgs { dataset, runs, settings, parts, cells, epochs, common } = args;
     let dataset = match dataset {
         Some(d) => d,
         None => crate::scenario::Scenario::parse(&table.base.0, &table.base.1, &[])?.dataset.name,
     };
     let runs = runs.unwrap_or(table.spec.paper_runs);
-    let opts = crate::reproduce::TableOptions { dataset, runs, settings, parts, epochs, cells, run: common.run_options() };
-    let t = std::time::Instant::now();
-    let dir = crate::reproduce::table::run(table, &opts, variant, common.out.as_deref(), common.force || common.resume)?;
-    print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
-    println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
-    Ok(())
+    let opts = crate::reproduce::TableOptions { dataset, runs, settings, parts, epochs, cells, run: common.run_options(front) };
+    crate::reproduce::table::run(table, &opts, variant, common.out.as_deref(), common.force || common.resume)
+}
+
+/// How a command is driven: from the command line (signals stop it, bars on a terminal)
+/// or by a library front end (the Python package) with its own stop flag and progress hook.
+pub struct Front {
+    pub stop: Arc<AtomicBool>,
+    /// `reproduce`: hears (runs done, runs to do) after each finished run.
+    pub progress: Option<crate::fed::Progress>,
+}
+
+impl Front {
+    fn command_line() -> Front {
+        Front { stop: stop_on_signals(), progress: None }
+    }
 }
 
 /// What every `reproduce` command takes besides its paper's options.
@@ -367,16 +377,16 @@ struct ReproduceArgs {
 }
 
 impl ReproduceArgs {
-    fn run_options(&self) -> RunOptions {
+    fn run_options(&self, front: &Front) -> RunOptions {
         RunOptions {
             data_dir: data_dir(&self.data),
             out: None,
             force: self.force || self.resume,
             quiet: true,
             threads: self.threads,
-            progress: None,
+            progress: front.progress.clone(),
             resume: self.resume,
-            stop: Some(stop_on_signals()),
+            stop: Some(front.stop.clone()),
             max_memory: crate::estimate::default_max_memory(),
             ..Default::default()
         }
@@ -618,14 +628,8 @@ fn dispatch(command: Command) -> Result<()> {
             }
             let opts = RunOptions { stop: Some(stop_on_signals()), ..opts };
             let dir = match (&resume, &file) {
-                (Some(dir), _) => run::resume(dir, &opts).map_err(|e| with_resume_hint(e, dir))?,
-                (None, Some(file)) => {
-                    let scenario = Scenario::load(file, &set)?;
-                    // Chosen once, so the hint of an interrupted run names its directory.
-                    let dir = run::out_dir(&scenario, file, &opts);
-                    let opts = RunOptions { out: Some(dir.clone()), ..opts };
-                    run::run(&scenario, file, &opts).map_err(|e| with_resume_hint(in_file(e, file), &dir))?
-                }
+                (Some(dir), _) => resume_dir(dir, &opts)?,
+                (None, Some(file)) => run_file(file, &set, &opts)?,
                 (None, None) => unreachable!("clap requires a scenario file without --resume"),
             };
             println!("results written to {}", dir.display());
@@ -633,14 +637,7 @@ fn dispatch(command: Command) -> Result<()> {
             // no success.
             let m = crate::record::read_summary(&dir.join("metrics.json"))?;
             if m.diverged() {
-                return Err(Error::Other(format!(
-                    "training diverged: the loss became non-finite (train {}, test {}) and the run stopped after round {}; \
-                     its results are in {} — lower train.lr, or look for non-finite noise (a defense's ε far too small)",
-                    m.train_loss,
-                    m.test_loss,
-                    m.rounds,
-                    dir.display()
-                )));
+                return Err(Error::Other(diverged_message(&m, &dir)));
             }
             Ok(())
         }
@@ -657,6 +654,7 @@ fn dispatch(command: Command) -> Result<()> {
                 checkpoint_every: checkpoint_every.map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                 stop: Some(stop_on_signals()),
                 max_memory: max_memory.or_else(crate::estimate::default_max_memory),
+                progress: Default::default(),
             };
             matrix::matrix_cmd(&m, &opts, dry_run, emit_jobs, collect)
         }
@@ -687,27 +685,14 @@ fn dispatch(command: Command) -> Result<()> {
             let cfg = PartitionConfig { method, clients, delta, alpha, ..PartitionConfig::default() };
             partition::partition_cmd(&dataset, &cfg, seed, data_dir(&data).as_deref(), json)
         }
-        Command::Reproduce { paper: Paper::EcLda { dataset, seeds, rounds, parts, common } } => {
+        Command::Reproduce { paper } => {
             let t = std::time::Instant::now();
-            let opts = crate::reproduce::EcLdaOptions { dataset, seeds, parts, rounds, run: common.run_options() };
-            let dir = crate::reproduce::ec_lda::ec_lda(&opts, common.out.as_deref(), common.force || common.resume)?;
+            let dir = reproduce(paper, &Front::command_line())?;
             print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
             println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
             Ok(())
         }
-        Command::Reproduce { paper: Paper::Lpgnn { table } } => reproduce_table(&PaperTable::builtin("lpgnn"), table, &Variant::compare()),
-        Command::Reproduce { paper: Paper::Rgnn { table } } => reproduce_table(&PaperTable::builtin("rgnn"), table, &Variant::compare()),
-        Command::Reproduce { paper: Paper::Solitude { model, lcc, table } } => {
-            reproduce_table(&PaperTable::builtin("solitude"), table, &crate::reproduce::solitude::variant(model, lcc))
-        }
-        Command::Reproduce { paper: Paper::Table { file, table } } => {
-            reproduce_table(&PaperTable::load(&file)?, table, &Variant::compare())
-        }
-        Command::Privacy { action } => privacy::privacy_cmd(action).map_err(|e| match e {
-            // The parameters are named after the flags.
-            Error::Param { name, msg } if !name.starts_with("--") => Error::param(format!("--{}", name.replace('_', "-")), msg),
-            other => other,
-        }),
+        Command::Privacy { action } => privacy::privacy_cmd(action).map_err(flag_named),
         Command::Bench { what: BenchWhat::Attack { data, reps, threads } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::attack(dir.as_deref(), reps))
@@ -738,6 +723,121 @@ fn dispatch(command: Command) -> Result<()> {
             })
         }
     }
+}
+
+/// Run a `reproduce` command; returns its results directory.
+fn reproduce(paper: Paper, front: &Front) -> Result<PathBuf> {
+    match paper {
+        Paper::EcLda { dataset, seeds, rounds, parts, common } => {
+            let opts = crate::reproduce::EcLdaOptions { dataset, seeds, parts, rounds, run: common.run_options(front) };
+            crate::reproduce::ec_lda::ec_lda(&opts, common.out.as_deref(), common.force || common.resume)
+        }
+        Paper::Lpgnn { table } => reproduce_table(&PaperTable::builtin("lpgnn"), table, &Variant::compare(), front),
+        Paper::Rgnn { table } => reproduce_table(&PaperTable::builtin("rgnn"), table, &Variant::compare(), front),
+        Paper::Solitude { model, lcc, table } => {
+            reproduce_table(&PaperTable::builtin("solitude"), table, &crate::reproduce::solitude::variant(model, lcc), front)
+        }
+        Paper::Table { file, table } => reproduce_table(&PaperTable::load(&file)?, table, &Variant::compare(), front),
+    }
+}
+
+/// `fgl-sim reproduce ARGS…` in process, for a library front end: `args` are the
+/// command's words after `reproduce` (`["rgnn", "--runs", "2"]`), parsed as the command
+/// line parses them (an unknown flag is the same error); nothing is printed; returns the
+/// results directory.
+pub fn reproduce_args(args: &[String], front: &Front) -> Result<PathBuf> {
+    let words = ["fgl-sim", "reproduce"].into_iter().map(String::from).chain(args.iter().cloned());
+    match Cli::try_parse_from(words).map_err(|e| Error::Other(clap_message(&e)))?.command {
+        Command::Reproduce { paper } => reproduce(paper, front),
+        _ => unreachable!("parsed as `reproduce`"),
+    }
+}
+
+/// `fgl-sim privacy epsilon|sigma ARGS…` in process: what `--json` prints, as a value.
+pub fn privacy_args(args: &[String]) -> Result<serde_json::Value> {
+    let words = ["fgl-sim", "privacy"].into_iter().map(String::from).chain(args.iter().cloned());
+    match Cli::try_parse_from(words).map_err(|e| Error::Other(clap_message(&e)))?.command {
+        Command::Privacy { action } => privacy::account(action).map(|(json, _)| json).map_err(flag_named),
+        _ => unreachable!("parsed as `privacy`"),
+    }
+}
+
+/// What `fgl-sim datasets --json` prints, as a value.
+pub fn datasets_json(data_dir: Option<&Path>) -> serde_json::Value {
+    datasets::rows_json(&datasets::rows(registry::resolve_data_dir(data_dir).as_deref()))
+}
+
+/// clap's message without its `error: ` prefix and usage footer.
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    text.split("\n\nUsage:").next().unwrap_or(text).trim_end().to_string()
+}
+
+/// The privacy commands' parameters are named after their flags.
+fn flag_named(e: Error) -> Error {
+    match e {
+        Error::Param { name, msg } if !name.starts_with("--") => Error::param(format!("--{}", name.replace('_', "-")), msg),
+        other => other,
+    }
+}
+
+/// `fgl-sim run FILE [--set …]` as a library call: the scenario read and run into its
+/// results directory (`opts.out`, the scenario's `output.dir` or a new
+/// `results/<stem>-<time>`), its errors worded as the command's; returns the directory.
+pub fn run_file(file: &Path, set: &[String], opts: &RunOptions) -> Result<PathBuf> {
+    let scenario = Scenario::load(file, set)?;
+    run_scenario(&scenario, file, opts)
+}
+
+/// [`run_file`] of a scenario given as YAML `text` (errors name it `label`; relative
+/// paths in it are read from `base`), run under the name `stem`.
+pub fn run_text(text: &str, label: &str, base: Option<&Path>, stem: &str, set: &[String], opts: &RunOptions) -> Result<PathBuf> {
+    let scenario = Scenario::parse_in(text, label, base, set)?;
+    run_scenario(&scenario, &PathBuf::from(format!("{stem}.yaml")), opts)
+}
+
+/// `fgl-sim run --resume DIR` as a library call: go on with the interrupted run in `dir`.
+pub fn resume_dir(dir: &Path, opts: &RunOptions) -> Result<PathBuf> {
+    run::resume(dir, opts).map_err(|e| with_resume_hint(e, dir))
+}
+
+fn run_scenario(scenario: &Scenario, file: &Path, opts: &RunOptions) -> Result<PathBuf> {
+    // Chosen once, so the hint of an interrupted run names its directory.
+    let dir = run::out_dir(scenario, file, opts);
+    let opts = RunOptions { out: Some(dir.clone()), ..opts.clone() };
+    run::run(scenario, file, &opts).map_err(|e| with_resume_hint(in_file(e, file), &dir))
+}
+
+/// The message `fgl-sim run` fails with when a run diverged (its results are kept).
+pub fn diverged_message(m: &crate::record::RunMetrics, dir: &Path) -> String {
+    format!(
+        "training diverged: the loss became non-finite (train {}, test {}) and the run stopped after round {}; \
+         its results are in {} — lower train.lr, or look for non-finite noise (a defense's ε far too small)",
+        m.train_loss,
+        m.test_loss,
+        m.rounds,
+        dir.display()
+    )
+}
+
+/// `fgl-sim matrix FILE` as a library call: refuses a directory of another matrix, runs
+/// what is missing and writes the report.
+pub fn run_matrix(m: &crate::matrix::Matrix, opts: &crate::matrix::MatrixOptions) -> Result<crate::matrix::Outcome> {
+    // `reproduce --resume` reuses a directory with a subset of its cells; a matrix never
+    // shares one with another matrix.
+    crate::matrix::store::check_same_matrix(m, &opts.out_dir(m))?;
+    crate::matrix::run(m, opts)
+}
+
+/// The message `fgl-sim matrix` fails with when runs failed (the report is written).
+pub fn failed_runs_message(o: &crate::matrix::Outcome) -> String {
+    format!(
+        "{} of {} run(s) failed; their errors are in {}/report.md and cells.csv; rerun the same command to retry them",
+        o.failed,
+        o.ran,
+        o.out.display()
+    )
 }
 
 /// A parameter error found once the data is loaded (more clients than nodes, …) is

@@ -73,6 +73,20 @@ pub(super) struct AccountantArgs {
 }
 
 pub(super) fn privacy_cmd(action: PrivacyAction) -> Result<()> {
+    let as_json = match &action {
+        PrivacyAction::Epsilon { acc, .. } | PrivacyAction::Sigma { acc, .. } => acc.json,
+    };
+    let (json, text) = account(action)?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&json).expect("json"));
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}
+
+/// The accounting a privacy command asks for: what `--json` prints, and the text otherwise.
+pub(super) fn account(action: PrivacyAction) -> Result<(serde_json::Value, String)> {
     let (sigma, target, acc) = match action {
         PrivacyAction::Epsilon { sigma, acc } => (Some(sigma), None, acc),
         PrivacyAction::Sigma { target_epsilon, acc } => (None, Some(target_epsilon), acc),
@@ -128,7 +142,7 @@ pub(super) fn privacy_cmd(action: PrivacyAction) -> Result<()> {
     };
     let edge =
         orders.iter().copied().fold(f64::NAN, f64::max) == spent.order || orders.iter().copied().fold(f64::NAN, f64::min) == spent.order;
-    if acc.json {
+    let json = {
         let mut out = serde_json::to_value(mech).expect("json");
         let o = out.as_object_mut().expect("object");
         if let Mechanism::DpGnn { max_degree, layers, .. } = mech {
@@ -147,9 +161,8 @@ pub(super) fn privacy_cmd(action: PrivacyAction) -> Result<()> {
             o.insert(k.clone(), v.clone());
         }
         o.insert("order_at_grid_edge".into(), json!(edge));
-        println!("{}", serde_json::to_string_pretty(&out).expect("json"));
-        return Ok(());
-    }
+        out
+    };
     let what = match mech {
         Mechanism::DpGnn { nodes, max_degree, layers, batch } => format!(
             "dp-gnn: N = {nodes} training nodes, D = {max_degree}, {layers} layer(s) → K = {} terms per node, batch B = {batch}",
@@ -157,21 +170,29 @@ pub(super) fn privacy_cmd(action: PrivacyAction) -> Result<()> {
         ),
         Mechanism::DpSgd { sample_rate } => format!("dp-sgd: Poisson sampling rate q = {sample_rate}"),
     };
-    println!("{what}, {} steps", acc.steps);
+    let mut text = format!("{what}, {} steps\n", acc.steps);
     let eps = if spent.epsilon.is_finite() { format!("{:.6}", spent.epsilon) } else { "∞".into() };
     let order = (spent.order * 1e6).round() / 1e6;
     match target {
-        Some(t) => println!(
-            "σ = {sigma:.6} for ε ≤ {t}: spends ε = {eps} at δ = {:e} (RDP order α = {order}, {} conversion)",
-            spent.delta,
-            spent.conversion.name()
-        ),
-        None => println!("σ = {sigma}: ε = {eps} at δ = {:e} (RDP order α = {order}, {} conversion)", spent.delta, spent.conversion.name()),
+        Some(t) => {
+            text += &format!(
+                "σ = {sigma:.6} for ε ≤ {t}: spends ε = {eps} at δ = {:e} (RDP order α = {order}, {} conversion)\n",
+                spent.delta,
+                spent.conversion.name()
+            )
+        }
+        None => {
+            text += &format!(
+                "σ = {sigma}: ε = {eps} at δ = {:e} (RDP order α = {order}, {} conversion)\n",
+                spent.delta,
+                spent.conversion.name()
+            )
+        }
     }
     if edge {
-        println!("note: the optimal order is at the edge of the order grid; other orders (--orders) may give a smaller ε");
+        text += "note: the optimal order is at the edge of the order grid; other orders (--orders) may give a smaller ε\n";
     }
-    Ok(())
+    Ok((json, text))
 }
 
 pub(super) fn accountant_name(kind: AccountantKind) -> &'static str {

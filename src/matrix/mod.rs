@@ -97,6 +97,9 @@ pub struct MatrixOptions {
     /// Refuse, before any run, a matrix whose runs at once would exceed this many bytes by
     /// the estimate (the largest runs, `--jobs` of them together); `None`: no check.
     pub max_memory: Option<f64>,
+    /// A caller's hook, told (runs finished, runs to do) after each run (the Python
+    /// package's progress bar); the bar on a terminal is drawn either way.
+    pub progress: Progress,
 }
 
 impl MatrixOptions {
@@ -178,6 +181,7 @@ fn execute_sized(
         bar.set_message(format!("({skipped} already finished)"));
     }
     let t = Instant::now();
+    let finished = std::sync::atomic::AtomicUsize::new(0);
     run_concurrently(
         &todo,
         Some(threads),
@@ -199,6 +203,9 @@ fn execute_sized(
             line.finish_and_clear();
             multi.remove(&line);
             bar.inc(1);
+            if let Progress::Hook(hook) = &opts.progress {
+                hook(finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1, todo.len());
+            }
             Ok(())
         },
     )

@@ -55,6 +55,7 @@ pub(crate) fn run_cells(dir: &Path, name: &str, cells: Vec<BuiltCell>, runs: usi
         checkpoint_every: opts.checkpoint_every,
         stop: opts.stop.clone(),
         max_memory: opts.max_memory,
+        progress: opts.progress.clone().unwrap_or_default(),
     };
     let o = crate::matrix::run_in(&m, dir, &mopts)?;
     let mut rows = o.rows.into_iter();
