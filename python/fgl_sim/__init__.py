@@ -93,6 +93,9 @@ class _Bar:
             return
         if self.bar is None:
             self.bar = self.tqdm(total=total, unit=self.unit, leave=False)
+        elif total != self.bar.total or done < self.bar.n:
+            # A reproduction runs its parts one after another, each counted from 1.
+            self.bar.reset(total=total)
         self.bar.update(done - self.bar.n)
 
     def close(self) -> None:

@@ -301,3 +301,27 @@ def test_version_and_stubs_cover_the_native_module():
     for name in ("run", "resume", "matrix", "reproduce", "privacy", "datasets", "presets", "load", "resolve", "FglSimError"):
         assert hasattr(_native, name)
         assert f"def {name}(" in stub or f"class {name}(" in stub, name
+
+
+def test_the_bar_follows_a_reproduction_whose_parts_count_from_one():
+    class FakeTqdm:
+        def __init__(self, total, unit, leave):
+            self.total, self.n, self.updates = total, 0, []
+
+        def update(self, k):
+            assert k >= 0
+            self.n += k
+            self.updates.append(k)
+
+        def reset(self, total):
+            self.total, self.n = total, 0
+
+        def close(self):
+            pass
+
+    bar = fgl_sim._Bar("run", quiet=False)
+    bar.tqdm = FakeTqdm
+    for done, total in [(1, 1), (1, 4), (3, 4), (4, 4), (2, 2)]:
+        bar(done, total)
+        assert (bar.bar.n, bar.bar.total) == (done, total)
+    assert fgl_sim._Bar("run", quiet=True).hook() is None
