@@ -2,7 +2,7 @@
 //! into a venv, and its pytest suite run against this build's `fgl-sim` binary.
 //!
 //! The venv lives in cargo's target directory (`CARGO_TARGET_TMPDIR`), so its packages
-//! (maturin, numpy, pandas, pytest, tqdm, PyYAML, from PyPI) are installed once per
+//! (maturin, numpy, pandas, pytest, tqdm, PyYAML, ipykernel, jupyter_client, from PyPI) are installed once per
 //! machine. maturin builds the extension with the same profile and dependency features
 //! as this test build, so it links the Burn already compiled here (seconds, not a second
 //! cold build). Without Python ≥ 3.10 or PyPI the test says why and passes — except under
@@ -11,7 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PACKAGES: &[&str] = &["maturin>=1.7,<2", "numpy>=1.23", "pandas>=1.5", "pytest>=7", "tqdm>=4.60", "pyyaml>=6"];
+/// What the venv needs: the build tool, the package's dependencies, and what its tests use
+/// (a Jupyter kernel among them).
+const PACKAGES: &[&str] =
+    &["maturin>=1.7,<2", "numpy>=1.23", "pandas>=1.5", "pytest>=7", "tqdm>=4.60", "pyyaml>=6", "ipykernel>=6", "jupyter_client>=8"];
 
 fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
@@ -36,7 +39,7 @@ fn venv(dir: &Path) -> Result<PathBuf, String> {
     let python = dir.join("bin/python");
     let ready = python.exists()
         && Command::new(&python)
-            .args(["-c", "import maturin, numpy, pandas, pytest, tqdm, yaml"])
+            .args(["-c", "import maturin, numpy, pandas, pytest, tqdm, yaml, ipykernel, jupyter_client"])
             .output()
             .is_ok_and(|o| o.status.success());
     if !ready {

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
@@ -219,7 +220,14 @@ def run(
 
 def _finished_run(quiet: bool, call: Callable[[Optional[Callable]], Any]) -> RunResult:
     """A native run call under a bar over rounds; a diverged run warns with the CLI's message."""
-    dir, diverged = _with_bar("round", quiet, call)
+    try:
+        dir, diverged = _with_bar("round", quiet, call)
+    except KeyboardInterrupt as e:
+        # The library's hint names the command line's way to go on; name this package's.
+        hint = re.search(r"`fgl-sim run --resume (.+?)`", str(e))
+        if hint is None:
+            raise
+        raise KeyboardInterrupt(str(e).replace(hint.group(0), f"`fgl_sim.resume({hint.group(1)!r})`")) from None
     if diverged:
         warnings.warn(diverged, RuntimeWarning, stacklevel=3)
     return RunResult(dir)

@@ -169,10 +169,10 @@ def test_ctrl_c_while_no_python_code_runs_stops_the_run_too(tmp_path):
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt) as e:
-            fgl_sim.run(QUICKSTART, set={"federation.rounds": 100000}, out=out, quiet=True)
+            fgl_sim.run(QUICKSTART, set={"federation.rounds": 20000}, out=out, quiet=True)
     finally:
         timer.cancel()
-    assert "saved" in str(e.value)
+    assert "saved" in str(e.value) and f"fgl_sim.resume({str(out)!r})" in str(e.value)
     assert (out / "checkpoint.cbor").exists() and not (out / "metrics.json").exists()
 
 
@@ -325,3 +325,53 @@ def test_the_bar_follows_a_reproduction_whose_parts_count_from_one():
         bar(done, total)
         assert (bar.bar.n, bar.bar.total) == (done, total)
     assert fgl_sim._Bar("run", quiet=True).hook() is None
+
+
+def test_in_a_jupyter_kernel_the_bar_shows_and_the_interrupt_button_stops_the_run(tmp_path):
+    """A real IPython kernel (ipykernel, this venv's Python): the bar is in the cell's
+    output, Jupyter's interrupt (SIGINT to the kernel) stops a run at a round boundary with
+    its state saved, and the kernel goes on."""
+    import queue
+    import time
+
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", cwd=os.getcwd())
+
+    def execute(code, interrupt_after=None):
+        msg_id, t0, out, sent = kc.execute(code), time.time(), [], False
+        while True:
+            if interrupt_after is not None and not sent and time.time() - t0 > interrupt_after:
+                km.interrupt_kernel()
+                sent = True
+            assert time.time() - t0 < 120, f"the cell did not finish: {out}"
+            try:
+                msg = kc.get_iopub_msg(timeout=1)
+            except queue.Empty:
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                out.append(content["text"])
+            elif kind in ("execute_result", "display_data"):
+                out.append(content["data"].get("text/plain", ""))
+            elif kind == "error":
+                out.append(f"{content['ename']}: {content['evalue']}")
+            elif kind == "status" and content["execution_state"] == "idle":
+                return "".join(out)
+
+    try:
+        shown = execute(f"import fgl_sim\nfgl_sim.run({QUICKSTART!r}, out={str(tmp_path / 'a')!r})")
+        assert "0/20" in shown and "RunResult(" in shown and "round 20" in shown
+        stopped = execute(
+            f"fgl_sim.run({QUICKSTART!r}, set={{'federation.rounds': 20000}}, out={str(tmp_path / 'b')!r}, quiet=True)",
+            interrupt_after=2.0,
+        )
+        assert stopped.startswith("KeyboardInterrupt: stopped after round ") and "fgl_sim.resume(" in stopped
+        assert (tmp_path / "b" / "checkpoint.cbor").exists() and not (tmp_path / "b" / "metrics.json").exists()
+        alive = execute(f"print(fgl_sim.run({QUICKSTART!r}, set={{'federation.rounds': 2}}, out={str(tmp_path / 'c')!r}, quiet=True))")
+        assert "round 2" in alive
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
