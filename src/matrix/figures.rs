@@ -381,6 +381,51 @@ fn curves_panel(
     }
 }
 
+/// One panel of [`line_chart`].
+pub struct Panel {
+    pub caption: String,
+    pub ylabel: String,
+    /// Values are fractions drawn as percentages (0–100); otherwise drawn on 0–1.
+    pub percent: bool,
+    /// (label, points at positions of the x axis's ticks).
+    pub curves: Vec<(String, Vec<(usize, Stat)>)>,
+}
+
+/// Panels of curves side by side over one categorical x axis (`ticks`, described by
+/// `xdesc`), a label's colour the same in every panel, the legend in the first: a
+/// paper's figure drawn from a reproduction's rows. Returns the SVG.
+pub fn line_chart(title: &str, xdesc: &str, ticks: &[String], panels: &[Panel]) -> String {
+    let labels: Vec<&str> = panels.iter().flat_map(|p| p.curves.iter().map(|(l, _)| l.as_str())).fold(Vec::new(), |mut v, l| {
+        if !v.contains(&l) {
+            v.push(l);
+        }
+        v
+    });
+    let cols = panels.len().clamp(1, 3);
+    let rows = panels.len().div_ceil(cols).max(1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (440 * cols as u32, 40 + 360 * rows as u32)).into_drawing_area();
+        root.fill(&WHITE).expect("svg");
+        let root = root.titled(title, (FONT, 16)).expect("svg");
+        let areas = root.split_evenly((rows, cols));
+        for (i, (panel, area)) in panels.iter().zip(&areas).enumerate() {
+            let curves: Vec<(Curve, Option<f64>, usize)> = panel
+                .curves
+                .iter()
+                .map(|(label, points)| {
+                    let colour = labels.iter().position(|l| l == label).expect("collected");
+                    (Curve { label: label.clone(), points: points.clone() }, None, colour)
+                })
+                .collect();
+            let scale = if panel.percent { 100.0 } else { 1.0 };
+            curves_panel(area, &panel.caption, &panel.ylabel, scale, ticks, xdesc, &curves, i == 0);
+        }
+        root.present().expect("svg");
+    }
+    svg
+}
+
 /// Test accuracy per round, one line per seed.
 fn training_curve(id: &str, curves: &[(u64, &[f64])]) -> Figure {
     let rounds = curves.iter().map(|(_, c)| c.len()).max().unwrap_or(1).max(1);

@@ -13,6 +13,7 @@
 //! One file per paper: [`ec_lda`], [`lpgnn`], [`rgnn`], [`solitude`].
 
 pub mod ec_lda;
+pub mod figure;
 pub mod lpgnn;
 pub mod rgnn;
 pub mod solitude;

@@ -57,6 +57,10 @@ pub struct TableSpec {
     /// checked per model on the cells present and listed in `reproduce.md`.
     #[serde(default)]
     pub checks: Vec<Check>,
+    /// Figures drawn from the rows (a metric against a numeric setting key), written
+    /// beside `reproduce.md` and shown in it.
+    #[serde(default)]
+    pub plots: Vec<super::figure::PlotSpec>,
     /// The published values, relative to the table file; none: no comparison.
     #[serde(default)]
     pub published: Option<PathBuf>,
@@ -467,6 +471,33 @@ impl PaperTable {
                 if let Some(d) = n.datasets.iter().find(|d| !open && !spec.datasets.contains_key(*d)) {
                     return Err(table_err(file, &format!("{list}[{i}].datasets"), format!("`{d}` is not among the table's datasets")));
                 }
+            }
+        }
+        for (i, plot) in spec.plots.iter().enumerate() {
+            // The setting keys and metrics of the rows that go to the plot's table.
+            let (mut keys, mut metrics) = (Vec::<String>::new(), Vec::<String>::new());
+            for c in &spec.cells {
+                for row in rows_of(c).iter().filter(|r| r.table.as_ref().or(c.part.as_ref()).is_none_or(|t| *t == plot.table)) {
+                    keys.extend(c.setting.keys().chain(row.setting.keys()).cloned());
+                    if row.of != RowSource::Run && row.of != RowSource::UniformGuess {
+                        keys.push("attack".into());
+                    }
+                    metrics.extend(row.metrics.iter().cloned());
+                }
+            }
+            for list in [&mut keys, &mut metrics] {
+                list.sort();
+                list.dedup();
+            }
+            if !tables.contains(&plot.table.as_str()) {
+                return Err(table_err(
+                    file,
+                    &format!("plots[{i}].table"),
+                    format!("no row goes to table `{}`; tables: {}", plot.table, tables.join(", ")),
+                ));
+            }
+            if let Some(why) = plot.problem(&keys, &metrics) {
+                return Err(table_err(file, &format!("plots[{i}]"), why));
             }
         }
         for (i, c) in spec.checks.iter().enumerate() {
@@ -1017,6 +1048,13 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
     if !checks.is_empty() {
         write!(intro, "\n## Checks\n\n{checks}").expect("string");
     }
+    let mut figures = Vec::new();
+    for plot in &spec.plots {
+        if let Some(svg) = super::figure::draw(plot, &cells) {
+            write!(intro, "\n![{}]({})\n", plot.title, plot.file).expect("string");
+            figures.push((plot.file.as_str(), svg));
+        }
+    }
     let index = |c: &Cell| cells.0.iter().position(|d| std::ptr::eq(d, c)).map(|i| origin[i]);
     let explain = |c: &Cell, mean: f64| {
         let why = index(c).and_then(|i| table.note(&spec.notes, i, &opts.dataset, c, mean));
@@ -1033,6 +1071,9 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
         Some(t) => (mean - p.mean).abs() <= ci + t,
         None => super::within_points(mean, p, spec.tolerance_points),
     };
+    for (file, svg) in &figures {
+        results_dir.write(file, svg.as_bytes())?;
+    }
     Report {
         paper: &spec.paper,
         dataset: &opts.dataset,
@@ -1261,6 +1302,14 @@ mod tests {
         assert!(e.contains("checks[0].at_most") && e.contains("unknown metric `accuracy`"), "{e}");
         let e = with("{table: t, for_each: {eps: [1, 2]}, setting: 'eps={eps};colour=red', at_most: {cos_sim: 1}}");
         assert!(e.contains("checks[0].setting") && e.contains("unknown key `colour` in `eps=1;colour=red`"), "{e}");
+        let plot = |p: &str| table(&format!("{head}plots: [{p}], cells: [{cell}]}}"));
+        assert!(plot("{file: f.svg, title: F, table: t, x: clip, metrics: [cos_sim, test_accuracy]}").is_ok());
+        let e = plot("{file: f.svg, title: F, table: u, x: clip, metrics: [cos_sim]}").unwrap_err().to_string();
+        assert!(e.contains("plots[0].table") && e.contains("no row goes to table `u`"), "{e}");
+        let e = plot("{file: f.svg, title: F, table: t, x: eps, metrics: [cos_sim]}").unwrap_err().to_string();
+        assert!(e.contains("plots[0]") && e.contains("x `eps`: not a setting key of table `t` (its keys: attack, clip)"), "{e}");
+        let e = plot("{file: f.svg, title: F, table: t, x: clip, metrics: [sigma]}").unwrap_err().to_string();
+        assert!(e.contains("plots[0]") && e.contains("metric `sigma`: table `t` has no such rows"), "{e}");
     }
 
     /// Each kind of check reads its cells per model and says `FAILS` when the statement
