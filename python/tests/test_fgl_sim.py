@@ -375,3 +375,19 @@ def test_in_a_jupyter_kernel_the_bar_shows_and_the_interrupt_button_stops_the_ru
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_backend_wgpu_runs_the_same_training(tmp_path):
+    """`backend=` reaches the run: wgpu (lavapipe in CI) against the CPU backend, the same
+    tolerance as the Rust backend test (accuracy within 0.01 each round)."""
+    sets = {"federation.rounds": 5}
+    cpu = fgl_sim.run(QUICKSTART, set=sets, out=tmp_path / "cpu", quiet=True)
+    try:
+        gpu = fgl_sim.run(QUICKSTART, set=sets, backend="wgpu", out=tmp_path / "wgpu", quiet=True)
+    except FglSimError as e:
+        if os.environ.get("CI") == "true":
+            raise
+        pytest.skip(f"no wgpu adapter: {e}")
+    assert gpu.metrics["backend"] == "wgpu" and cpu.metrics["backend"] == "cpu"
+    for a, b in zip(cpu.metrics["rounds"], gpu.metrics["rounds"]):
+        assert abs(a["test_accuracy"] - b["test_accuracy"]) <= 0.01, (a["round"], a["test_accuracy"], b["test_accuracy"])
