@@ -19,7 +19,8 @@ pub(super) fn partition_cmd(name: &str, cfg: &PartitionConfig, seed: u64, dir: O
         Error::Param { name, msg } => Error::param(format!("--{}", name.trim_start_matches("partition.")), msg),
         other => other,
     })?;
-    let p = partition::partition(&dataset, cfg, seed)?;
+    // A long Louvain says how it goes on stderr (at most a line a second), as `run` does.
+    let p = partition::partition_logged(&dataset, cfg, seed, &mut |line| eprintln!("{line}"))?;
     let (clients, dropped) = p.clients(&dataset.graph);
     let split = Split::random(&dataset.labels, SplitRatios::default(), &mut rng::derive(seed, "split", &[]));
     let reports = partition::report(&dataset, &clients, &split);
