@@ -346,7 +346,6 @@ def resolve(scenario: Scenario, *, set: Union[None, Mapping[str, Any], Sequence[
     """Check a scenario and return it resolved (every default filled in) as YAML, as
     ``fgl-sim scenario check`` prints it; raises :class:`FglSimError` when it is invalid."""
     args = _scenario_args(scenario, None)
-    args.pop("stem", None)
     return _native.resolve(**args, set=_overrides(set))
 
 
@@ -363,7 +362,6 @@ def load(
     if isinstance(scenario, str) and "\n" not in scenario and ":" not in scenario and not scenario.endswith((".yaml", ".yml")) and not os.path.exists(scenario):
         scenario = {"dataset": {"name": scenario}}
     args = _scenario_args(scenario, None)
-    args.pop("stem", None)
     return Graph._from_native(_native.load(**args, set=_overrides(set), data_dir=_path(data_dir)))
 
 

@@ -99,8 +99,7 @@ fn supervise<T: Send>(
             }
         };
         match (result, raised) {
-            // Stopped by Ctrl-C: the library's message says where the state was saved.
-            (Err(e @ Error::Interrupted(_)), Some(_)) => Err(to_py(e)),
+            // Stopped by Ctrl-C too: the library's message says where the state was saved.
             (Err(e), _) => Err(to_py(e)),
             (Ok(_), Some(e)) => Err(e),
             (Ok(v), None) => Ok(v),
@@ -116,6 +115,31 @@ fn max_memory(text: Option<&str>) -> PyResult<Option<f64>> {
                 "invalid parameter `max_memory`: `{t}` is not a memory size > 0: bytes, or a number with K, M, G or T (e.g. 8G, 512M)"
             ))
         }),
+    }
+}
+
+/// A scenario as the Python layer passes it: a file, or YAML text (`label` names it in
+/// errors; relative paths in it are read from `base`).
+enum Source {
+    File(PathBuf),
+    Text { text: String, label: String, base: Option<PathBuf> },
+}
+
+impl Source {
+    /// Exactly one of `path` and `text`.
+    fn of(path: Option<PathBuf>, text: Option<String>, label: String, base: Option<PathBuf>) -> PyResult<Source> {
+        match (path, text) {
+            (Some(p), None) => Ok(Source::File(p)),
+            (None, Some(text)) => Ok(Source::Text { text, label, base }),
+            _ => Err(PyValueError::new_err("give the scenario as a path or as YAML text: exactly one of them")),
+        }
+    }
+
+    fn scenario(&self, set: &[String]) -> fgl_sim::Result<fgl_sim::scenario::Scenario> {
+        match self {
+            Source::File(p) => fgl_sim::scenario::Scenario::load(p, set),
+            Source::Text { text, label, base } => fgl_sim::scenario::Scenario::parse_in(text, label, base.as_deref(), set),
+        }
     }
 }
 
@@ -145,13 +169,13 @@ fn run(
     max_memory: Option<String>,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(String, Option<String>)> {
+    let source = Source::of(path, text, label, base)?;
     let opts = RunOptions { out, force, ..run_options(data_dir, threads, checkpoint_every, max_memory)? };
     let dir = supervise(py, progress.as_ref(), move |stop, hook| {
         let opts = RunOptions { stop: Some(stop), progress: Some(hook), ..opts };
-        match (&path, &text) {
-            (Some(p), None) => fgl_sim::cli::run_file(p, &set, &opts),
-            (None, Some(t)) => fgl_sim::cli::run_text(t, &label, base.as_deref(), &stem, &set, &opts),
-            _ => Err(Error::Other("give the scenario as a path or as YAML text, not both".into())),
+        match &source {
+            Source::File(p) => fgl_sim::cli::run_file(p, &set, &opts),
+            Source::Text { text, label, base } => fgl_sim::cli::run_text(text, label, base.as_deref(), &stem, &set, &opts),
         }
     })?;
     finished(&dir)
@@ -301,14 +325,10 @@ fn load<'py>(
     set: Vec<String>,
     data_dir: Option<PathBuf>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let source = Source::of(path, text, label, base)?;
     let data_dir = self::data_dir(data_dir);
     let arrays = py.detach(move || -> fgl_sim::Result<Arrays> {
-        let scenario = match (&path, &text) {
-            (Some(p), None) => fgl_sim::scenario::Scenario::load(p, &set)?,
-            (None, Some(t)) => fgl_sim::scenario::Scenario::parse_in(t, &label, base.as_deref(), &set)?,
-            _ => return Err(Error::Other("give the scenario as a path or as YAML text, not both".into())),
-        };
-        let p = fgl_sim::run::prepare(&scenario, data_dir.as_deref())?;
+        let p = fgl_sim::run::prepare(&source.scenario(&set)?, data_dir.as_deref())?;
         Ok(Arrays::of(&p))
     });
     let a = arrays.map_err(to_py)?;
@@ -403,12 +423,7 @@ impl Arrays {
 #[pyfunction]
 #[pyo3(signature = (*, path=None, text=None, label="<string>".to_string(), base=None, set=Vec::new()))]
 fn resolve(path: Option<PathBuf>, text: Option<String>, label: String, base: Option<PathBuf>, set: Vec<String>) -> PyResult<String> {
-    let scenario = match (&path, &text) {
-        (Some(p), None) => fgl_sim::scenario::Scenario::load(p, &set),
-        (None, Some(t)) => fgl_sim::scenario::Scenario::parse_in(t, &label, base.as_deref(), &set),
-        _ => return Err(PyValueError::new_err("give the scenario as a path or as YAML text, not both")),
-    };
-    scenario.map(|s| s.to_yaml()).map_err(to_py)
+    Source::of(path, text, label, base)?.scenario(&set).map(|s| s.to_yaml()).map_err(to_py)
 }
 
 #[pymodule]

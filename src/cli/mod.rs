@@ -746,8 +746,7 @@ fn reproduce(paper: Paper, front: &Front) -> Result<PathBuf> {
 /// line parses them (an unknown flag is the same error); nothing is printed; returns the
 /// results directory.
 pub fn reproduce_args(args: &[String], front: &Front) -> Result<PathBuf> {
-    let words = ["fgl-sim", "reproduce"].into_iter().map(String::from).chain(args.iter().cloned());
-    match Cli::try_parse_from(words).map_err(|e| Error::Other(clap_message(&e)))?.command {
+    match parse_in_process("reproduce", args)? {
         Command::Reproduce { paper } => reproduce(paper, front),
         _ => unreachable!("parsed as `reproduce`"),
     }
@@ -755,8 +754,7 @@ pub fn reproduce_args(args: &[String], front: &Front) -> Result<PathBuf> {
 
 /// `fgl-sim privacy epsilon|sigma ARGS…` in process: what `--json` prints, as a value.
 pub fn privacy_args(args: &[String]) -> Result<serde_json::Value> {
-    let words = ["fgl-sim", "privacy"].into_iter().map(String::from).chain(args.iter().cloned());
-    match Cli::try_parse_from(words).map_err(|e| Error::Other(clap_message(&e)))?.command {
+    match parse_in_process("privacy", args)? {
         Command::Privacy { action } => privacy::account(action).map(|(json, _)| json).map_err(flag_named),
         _ => unreachable!("parsed as `privacy`"),
     }
@@ -765,6 +763,12 @@ pub fn privacy_args(args: &[String]) -> Result<serde_json::Value> {
 /// What `fgl-sim datasets --json` prints, as a value.
 pub fn datasets_json(data_dir: Option<&Path>) -> serde_json::Value {
     datasets::rows_json(&datasets::rows(registry::resolve_data_dir(data_dir).as_deref()))
+}
+
+/// `fgl-sim SUBCOMMAND ARGS…` parsed as the command line parses it, clap's error as ours.
+fn parse_in_process(subcommand: &str, args: &[String]) -> Result<Command> {
+    let words = ["fgl-sim", subcommand].into_iter().map(String::from).chain(args.iter().cloned());
+    Ok(Cli::try_parse_from(words).map_err(|e| Error::Other(clap_message(&e)))?.command)
 }
 
 /// clap's message without its `error: ` prefix and usage footer.

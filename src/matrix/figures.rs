@@ -170,10 +170,13 @@ fn colour_bar(area: &DrawingArea<SVGBackend, plotters::coord::Shift>, label: &st
 /// A series' label and its (ε position, or none for a reference level; value) points.
 type Series = (String, Vec<(Option<usize>, f64)>);
 
-/// A curve of one defense (and attack) over its swept ε: (position on the ε axis, stat).
-struct Curve {
-    label: String,
-    points: Vec<(usize, Stat)>,
+/// A labelled curve over the x axis's tick positions: (position, stat) points and
+/// optionally a reference level (a dashed line across, labelled "(no ε)": a defense
+/// without the swept parameter).
+pub struct Curve {
+    pub label: String,
+    pub points: Vec<(usize, Stat)>,
+    pub reference: Option<f64>,
 }
 
 /// Test accuracy and attack score against each defense's first swept parameter; the
@@ -244,51 +247,30 @@ fn privacy_utility(m: &Matrix, g: &Group, stats: &[CellStats]) -> Option<Figure>
             push(&mut score[i].1, series_key(slot.cell), x_of(slot.cell).map(|(_, x)| pos(x)), s.mean);
         }
     }
-    // One colour (and marker) per defense, the same in every panel.
-    let defenses: Vec<String> = acc
-        .iter()
-        .map(|(k, _)| k.clone())
-        .chain(score.iter().flat_map(|(_, ss)| ss.iter().map(|(k, _)| k.clone())))
-        .fold(Vec::new(), |mut v, k| {
-            if !v.contains(&k) {
-                v.push(k);
-            }
-            v
-        });
-    let styled = |series: &[Series]| -> Vec<(Curve, Option<f64>, usize)> {
-        to_curves(series)
-            .into_iter()
-            .map(|(c, r)| {
-                let i = defenses.iter().position(|d| *d == c.label).expect("collected");
-                (c, r, i)
-            })
-            .collect()
-    };
     let ticks: Vec<String> = xs.iter().map(|&x| if x.is_infinite() { "∞".into() } else { format!("{x}") }).collect();
     let xdesc = format!("ε ({})", fields.join(" / "));
     let title = format!("Privacy–utility — {}", g.title);
-    // Small multiples: test accuracy (with the legend), then the score of each attack.
-    let panels = 1 + score.len();
-    let cols = panels.min(3);
-    let rows = panels.div_ceil(cols);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (440 * cols as u32, 40 + 360 * rows as u32)).into_drawing_area();
-        root.fill(&WHITE).expect("svg");
-        let root = root.titled(&title, (FONT, 16)).expect("svg");
-        let areas = root.split_evenly((rows, cols));
-        curves_panel(&areas[0], "test accuracy (all attacks' runs)", "test accuracy (%)", 100.0, &ticks, &xdesc, &styled(&acc), true);
-        for ((attack, series), area) in score.iter().zip(&areas[1..]) {
-            curves_panel(area, &format!("attack score: {attack}"), "cos-sim", 1.0, &ticks, &xdesc, &styled(series), false);
-        }
-        root.present().expect("svg");
-    }
+    // Small multiples: test accuracy (with the legend), then the score of each attack; one
+    // colour (and marker) per defense, the same in every panel.
+    let mut panels = vec![Panel {
+        caption: "test accuracy (all attacks' runs)".into(),
+        ylabel: "test accuracy (%)".into(),
+        percent: true,
+        curves: to_curves(&acc),
+    }];
+    panels.extend(score.iter().map(|(attack, series)| Panel {
+        caption: format!("attack score: {attack}"),
+        ylabel: "cos-sim".into(),
+        percent: false,
+        curves: to_curves(series),
+    }));
+    let svg = line_chart(&title, &xdesc, &ticks, &panels);
     Some(Figure { file: format!("privacy-utility-{}.svg", g.slug), title, group: Some(g.slug.clone()), svg })
 }
 
 /// The means of a series pooled per x position (several attacks' cells share a
 /// defense's accuracy curve); points without x are a reference level.
-fn to_curves(series: &[Series]) -> Vec<(Curve, Option<f64>)> {
+fn to_curves(series: &[Series]) -> Vec<Curve> {
     series
         .iter()
         .map(|(label, pts)| {
@@ -300,7 +282,7 @@ fn to_curves(series: &[Series]) -> Vec<(Curve, Option<f64>)> {
                 .filter_map(|&x| Stat::of(&pts.iter().filter(|p| p.0 == Some(x)).map(|p| p.1).collect::<Vec<_>>()).map(|s| (x, s)))
                 .collect();
             let reference = Stat::of(&pts.iter().filter(|p| p.0.is_none()).map(|p| p.1).collect::<Vec<_>>()).map(|s| s.mean);
-            (Curve { label: label.clone(), points }, reference)
+            Curve { label: label.clone(), points, reference }
         })
         .collect()
 }
@@ -315,7 +297,7 @@ fn curves_panel(
     scale: f64,
     ticks: &[String],
     xdesc: &str,
-    curves: &[(Curve, Option<f64>, usize)],
+    curves: &[(&Curve, usize)],
     legend: bool,
 ) {
     let n = ticks.len() as i32;
@@ -340,10 +322,10 @@ fn curves_panel(
         .light_line_style(RGBColor(238, 238, 238))
         .draw()
         .expect("svg");
-    for (curve, reference, i) in curves {
+    for &(curve, i) in curves {
         let colour = PALETTE[i % PALETTE.len()];
         let style = ShapeStyle::from(&colour).stroke_width(2);
-        let triangles = *i >= PALETTE.len();
+        let triangles = i >= PALETTE.len();
         if !curve.points.is_empty() {
             let pts: Vec<(SegmentValue<i32>, f64)> =
                 curve.points.iter().map(|(x, s)| (SegmentValue::CenterOf(*x as i32), s.mean * scale)).collect();
@@ -362,7 +344,7 @@ fn curves_panel(
                 chart.draw_series(pts.iter().map(|p| Circle::new(p.clone(), 3, style.filled()))).expect("svg");
             }
         }
-        if let Some(r) = reference {
+        if let Some(r) = curve.reference {
             let y = r * scale;
             let line = [(SegmentValue::Exact(0), y), (SegmentValue::Last, y)];
             let drawn = chart.draw_series(DashedLineSeries::new(line, 6, 4, style)).expect("svg");
@@ -387,20 +369,19 @@ pub struct Panel {
     pub ylabel: String,
     /// Values are fractions drawn as percentages (0–100); otherwise drawn on 0–1.
     pub percent: bool,
-    /// (label, points at positions of the x axis's ticks).
-    pub curves: Vec<(String, Vec<(usize, Stat)>)>,
+    pub curves: Vec<Curve>,
 }
 
 /// Panels of curves side by side over one categorical x axis (`ticks`, described by
-/// `xdesc`), a label's colour the same in every panel, the legend in the first: a
-/// paper's figure drawn from a reproduction's rows. Returns the SVG.
+/// `xdesc`), a label's colour the same in every panel (in the order labels first
+/// appear), the legend in the first. Returns the SVG.
 pub fn line_chart(title: &str, xdesc: &str, ticks: &[String], panels: &[Panel]) -> String {
-    let labels: Vec<&str> = panels.iter().flat_map(|p| p.curves.iter().map(|(l, _)| l.as_str())).fold(Vec::new(), |mut v, l| {
-        if !v.contains(&l) {
-            v.push(l);
+    let mut labels: Vec<&str> = Vec::new();
+    for c in panels.iter().flat_map(|p| &p.curves) {
+        if !labels.contains(&c.label.as_str()) {
+            labels.push(&c.label);
         }
-        v
-    });
+    }
     let cols = panels.len().clamp(1, 3);
     let rows = panels.len().div_ceil(cols).max(1);
     let mut svg = String::new();
@@ -410,14 +391,8 @@ pub fn line_chart(title: &str, xdesc: &str, ticks: &[String], panels: &[Panel]) 
         let root = root.titled(title, (FONT, 16)).expect("svg");
         let areas = root.split_evenly((rows, cols));
         for (i, (panel, area)) in panels.iter().zip(&areas).enumerate() {
-            let curves: Vec<(Curve, Option<f64>, usize)> = panel
-                .curves
-                .iter()
-                .map(|(label, points)| {
-                    let colour = labels.iter().position(|l| l == label).expect("collected");
-                    (Curve { label: label.clone(), points: points.clone() }, None, colour)
-                })
-                .collect();
+            let curves: Vec<(&Curve, usize)> =
+                panel.curves.iter().map(|c| (c, labels.iter().position(|l| *l == c.label).expect("collected"))).collect();
             let scale = if panel.percent { 100.0 } else { 1.0 };
             curves_panel(area, &panel.caption, &panel.ylabel, scale, ticks, xdesc, &curves, i == 0);
         }

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 
 use super::{Cell, Cells};
-use crate::matrix::figures::{Panel, line_chart};
+use crate::matrix::figures::{Curve, Panel, line_chart};
 use crate::matrix::stats::Stat;
 
 /// A figure of a table file: `metrics` of the rows of `table` against the setting key
@@ -80,19 +80,19 @@ pub fn draw(spec: &PlotSpec, cells: &Cells) -> Option<String> {
         .iter()
         .map(|metric| {
             let percent = metric == "test_accuracy";
-            let mut curves: Vec<(String, Vec<(usize, Stat)>)> = Vec::new();
+            let mut curves: Vec<Curve> = Vec::new();
             for (c, x) in rows.iter().filter(|(c, _)| c.metric == metric) {
                 let values: Vec<f64> = c.values.iter().map(|v| if percent { v / 100.0 } else { *v }).collect();
                 let Some(stat) = Stat::of(&values) else { continue };
                 let pos = xs.iter().position(|v| v == x).expect("collected");
                 let l = label(c);
-                match curves.iter_mut().find(|(k, _)| *k == l) {
-                    Some((_, pts)) => pts.push((pos, stat)),
-                    None => curves.push((l, vec![(pos, stat)])),
+                match curves.iter_mut().find(|k| k.label == l) {
+                    Some(curve) => curve.points.push((pos, stat)),
+                    None => curves.push(Curve { label: l, points: vec![(pos, stat)], reference: None }),
                 }
             }
-            for (_, pts) in &mut curves {
-                pts.sort_by_key(|p| p.0);
+            for curve in &mut curves {
+                curve.points.sort_by_key(|p| p.0);
             }
             let ylabel = match metric.as_str() {
                 "test_accuracy" => "test accuracy (%)".to_string(),
