@@ -235,7 +235,13 @@ impl Scenario {
         self.check_upload_protocol(server.threat_model())?;
         // Building client 0's instances checks every defense's parameters, alone and
         // against the model and training sections, before any data is read.
-        let probe = crate::fed::ClientContext { client: 0, model: &self.model, train: &self.train, rounds: self.federation.rounds };
+        let probe = crate::fed::ClientContext {
+            client: 0,
+            model: &self.model,
+            train: &self.train,
+            rounds: self.federation.rounds,
+            task: self.task,
+        };
         self.client_pipeline().for_client(&probe)?;
         Ok(())
     }

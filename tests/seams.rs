@@ -91,7 +91,10 @@ fn defense(yaml: &str, name: &str) -> Defense {
     let mut n: Named<DefenseSpec> = serde_norway::from_str(yaml).unwrap();
     n.name = name.into();
     let (model, train) = (Default::default(), Default::default());
-    n.spec.build(&n.name, &ClientContext { client: 0, model: &model, train: &train, rounds: 1 }).unwrap().unwrap()
+    n.spec
+        .build(&n.name, &ClientContext { client: 0, model: &model, train: &train, rounds: 1, task: fgl_sim::data::Task::Node })
+        .unwrap()
+        .unwrap()
 }
 
 #[test]

@@ -173,8 +173,12 @@ impl LabelledPairs {
 /// One graph's split.
 #[derive(Debug, Clone)]
 pub struct LinkSplit {
-    /// The whole graph: every negative avoids all of its edges.
+    /// The graph whose edges every training negative avoids: the client's whole graph,
+    /// or the training graph a defense reported instead (see
+    /// [`with_training_graph`](Self::with_training_graph)).
     pub graph: Graph,
+    /// How negatives were counted (their ratio to the positives).
+    pub negatives: Negatives,
     /// Negatives drawn with the training positives each epoch.
     pub train_negatives: usize,
     /// What message passing sees while training and validating: the training edges.
@@ -220,29 +224,16 @@ impl LinkSplit {
         };
         let train_graph = build(&train)?;
         let test_graph = build(&[train.as_slice(), val.as_slice()].concat())?;
-        let ratio = match ratios.negatives {
-            Negatives::Ratio(r) => r,
-            Negatives::Natural if e == 0 => 0.0,
-            Negatives::Natural => (n as f64 * (n as f64 - 1.0) / 2.0 - e as f64) / e as f64,
-        };
+        let ratio = ratios.negatives.per_positive(graph);
         let count = |positives: usize| (ratio * positives as f64).round() as usize;
-        let train_negatives = count(train.len());
-        if train_negatives > MAX_TRAIN_NEGATIVES {
-            return Err(Error::param(
-                "link.negatives",
-                format!(
-                    "{train_negatives} training negatives per epoch on a graph of {n} nodes and {e} edges (at most {MAX_TRAIN_NEGATIVES}): give a ratio"
-                ),
-            ));
-        }
-        // Each epoch draws them afresh: there must be that many non-edges.
-        free_pairs(graph, train_negatives, 0)?;
+        let train_negatives = training_negatives(graph, count(train.len()))?;
         // Validation and test negatives apart from each other.
         let val_neg = negative_pairs(graph, count(val.len()), &HashSet::new(), rng)?;
         let taken: HashSet<(u32, u32)> = val_neg.iter().copied().collect();
         let test_neg = negative_pairs(graph, count(test.len()), &taken, rng)?;
         Ok(LinkSplit {
             graph: graph.clone(),
+            negatives: ratios.negatives,
             train_negatives,
             train_graph,
             test_graph,
@@ -251,6 +242,66 @@ impl LinkSplit {
             test: LabelledPairs::of(test, test_neg),
         })
     }
+
+    /// The split with its training edges replaced by `reported` (the same nodes; a
+    /// defense's randomized version of [`train_graph`](Self::train_graph)): the training
+    /// positives become `reported`'s edges, message passing sees `reported` while
+    /// training and `reported` with the validation edges when testing, and training
+    /// negatives are drawn among `reported`'s non-edges, at the split's ratio
+    /// (`natural`: `reported`'s own density) — so that training reads nothing of the
+    /// true training edges. Validation and test pairs stay as they are: they score the
+    /// model on the true graph.
+    pub fn with_training_graph(&self, reported: Graph) -> Result<LinkSplit> {
+        let n = self.train_graph.num_nodes();
+        if reported.num_nodes() != n || reported.is_directed() {
+            return Err(Error::param("task", "a link split's training graph must be undirected on the client's nodes"));
+        }
+        let train: Vec<(u32, u32)> = reported.edges().map(|(u, v)| (u as u32, v as u32)).collect();
+        let ratio = self.negatives.per_positive(&reported);
+        let train_negatives = training_negatives(&reported, (ratio * train.len() as f64).round() as usize)?;
+        let val: Vec<(usize, usize)> =
+            self.val.pairs.iter().zip(&self.val.labels).filter(|&(_, &l)| l == 1).map(|(&(u, v), _)| (u as usize, v as usize)).collect();
+        let test_graph = Graph::from_edges(n, reported.edges().chain(val), "the link split")?.0;
+        Ok(LinkSplit {
+            graph: reported.clone(),
+            negatives: self.negatives,
+            train_negatives,
+            train_graph: reported,
+            test_graph,
+            train,
+            val: self.val.clone(),
+            test: self.test.clone(),
+        })
+    }
+}
+
+impl Negatives {
+    /// Negatives per positive on `graph`.
+    fn per_positive(&self, graph: &Graph) -> f64 {
+        let (n, e) = (graph.num_nodes() as f64, graph.num_edges() as f64);
+        match *self {
+            Negatives::Ratio(r) => r,
+            Negatives::Natural if e == 0.0 => 0.0,
+            Negatives::Natural => (n * (n - 1.0) / 2.0 - e) / e,
+        }
+    }
+}
+
+/// `count` training negatives per epoch on `graph`, checked: at most
+/// [`MAX_TRAIN_NEGATIVES`], and as many non-edges (each epoch draws them afresh).
+fn training_negatives(graph: &Graph, count: usize) -> Result<usize> {
+    if count > MAX_TRAIN_NEGATIVES {
+        return Err(Error::param(
+            "link.negatives",
+            format!(
+                "{count} training negatives per epoch on a graph of {} nodes and {} edges (at most {MAX_TRAIN_NEGATIVES}): give a ratio",
+                graph.num_nodes(),
+                graph.num_edges()
+            ),
+        ));
+    }
+    free_pairs(graph, count, 0)?;
+    Ok(count)
 }
 
 /// The node pairs of `graph` that are neither edges nor among `taken` of them; an error
@@ -375,6 +426,54 @@ mod tests {
         assert!((s.test.positive_share() - 24.0 / (24.0 + 210.0)).abs() < 1e-12);
         let e = serde_norway::from_str::<LinkRatios>("{negatives: many}").unwrap_err().to_string();
         assert!(e.contains("`many`: expected a number of negatives per positive, or `natural`"), "{e}");
+    }
+
+    /// A defense's reported training graph replaces the training edges: its edges are the
+    /// positives and the training message passing, the test graph is it plus the
+    /// validation edges, training negatives avoid its edges only (a true held-out edge may
+    /// be drawn: the training reads nothing of the true graph), and `natural` follows its
+    /// density. Validation and test pairs are untouched.
+    #[test]
+    fn a_reported_training_graph_replaces_the_training_edges() {
+        let g = ring();
+        for negatives in [Negatives::Ratio(1.0), Negatives::Natural] {
+            let s = LinkSplit::random(&g, LinkRatios { val: 0.1, test: 0.3, negatives }, &mut rng::derive(1, "link", &[])).unwrap();
+            // Reported: half of the training edges kept, and every test edge added (as
+            // noise could), plus a fresh pair.
+            let held_out: Vec<(u32, u32)> = s.test.pairs.iter().zip(&s.test.labels).filter(|(_, l)| **l == 1).map(|(e, _)| *e).collect();
+            let reported_edges: Vec<(u32, u32)> = s.train.iter().step_by(2).copied().chain(held_out.iter().copied()).collect();
+            let reported = graph(40, &reported_edges.iter().map(|&(u, v)| (u as usize, v as usize)).collect::<Vec<_>>());
+            let r = s.with_training_graph(reported.clone()).unwrap();
+            assert_eq!(r.train.iter().copied().collect::<HashSet<_>>(), set(&reported));
+            assert_eq!(r.train.len(), 24 + 24);
+            assert_eq!(set(&r.train_graph), set(&reported));
+            let val_pos: Vec<(u32, u32)> = s.val.pairs.iter().zip(&s.val.labels).filter(|(_, l)| **l == 1).map(|(e, _)| *e).collect();
+            assert_eq!(set(&r.test_graph), set(&reported).into_iter().chain(val_pos).collect());
+            assert_eq!((&r.val, &r.test), (&s.val, &s.test));
+            let expected = match negatives {
+                Negatives::Ratio(_) => 48,
+                // 48 reported edges of 780 pairs: (780 − 48)/48 = 15.25 per edge.
+                Negatives::Natural => 732,
+            };
+            assert_eq!(r.train_negatives, expected);
+            // Training negatives avoid the reported graph's edges, and only them: over
+            // enough epochs a true training edge that was not reported gets drawn.
+            let mut rng = rng::derive(1, "neg", &[0]);
+            let reported_set = set(&reported);
+            let mut drew_a_dropped_edge = false;
+            for _ in 0..50 {
+                let neg = negative_pairs(&r.graph, r.train_negatives.min(200), &HashSet::new(), &mut rng).unwrap();
+                assert!(neg.iter().all(|e| !reported_set.contains(e)));
+                drew_a_dropped_edge |= neg.iter().any(|e| s.train.contains(e));
+            }
+            assert!(drew_a_dropped_edge);
+        }
+        // A directed graph, or one on other nodes, is refused.
+        let s = LinkSplit::random(&g, LinkRatios::default(), &mut rng::derive(1, "link", &[])).unwrap();
+        assert!(s.with_training_graph(graph(39, &[(0, 1)])).is_err());
+        let mut senders = vec![Vec::new(); 40];
+        senders[0].push(1);
+        assert!(s.with_training_graph(Graph::from_senders(senders)).is_err());
     }
 
     #[test]

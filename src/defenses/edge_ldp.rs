@@ -9,13 +9,22 @@
 //! one arc u → v per report "v is my neighbour" by u, so v aggregates the nodes that
 //! claim it; `or` keeps {u, v} if either reported it; `and` if both did.
 //!
+//! In link prediction (`task: link`) the mechanism randomizes the client's training
+//! edges — its training graph, whose edges are also the positive labels — and the client
+//! then trains on the reported graph alone: its edges become the positives, message
+//! passing sees it, and training negatives are drawn among its non-edges
+//! ([`LinkSplit::with_training_graph`](crate::data::LinkSplit::with_training_graph)), so
+//! the update is a post-processing of the reports. The pairs are unordered, so the
+//! reports must be symmetrized (`or` or `and`). Validation and test pairs stay true: they
+//! measure what the noise costs.
+//!
 //! Before perturbing, the expected number of reported edges is estimated from ε and the
 //! degrees; above `max_edges` the run stops with the count, the memory it would need and
 //! the smallest ε that fits.
 
 use serde::{Deserialize, Serialize};
 
-use crate::data::Graph;
+use crate::data::{Graph, Task};
 use crate::error::{Error, Result};
 use crate::fed::{ClientContext, DataTransform, Defense};
 use crate::privacy::edge_rr::EdgeRr;
@@ -59,6 +68,8 @@ pub struct EdgeLdpConfig {
 }
 
 impl super::DefenseConfig for EdgeLdpConfig {
+    const TASKS: &'static [Task] = Task::ALL;
+
     fn cost(&self, run: &super::RunSize) -> super::CostHint {
         // The denser reported graph (measured on Cora): each client's n_c² bits are kept
         // at random with probability 1/(1 + e^ε), once per direction unless symmetrized.
@@ -68,6 +79,12 @@ impl super::DefenseConfig for EdgeLdpConfig {
     }
 
     fn build(&self, name: &str, client: &ClientContext) -> Result<Defense> {
+        if client.task == Task::Link && self.symmetrize == Symmetrize::None {
+            return Err(Error::param(
+                format!("defense `{name}`: symmetrize"),
+                "`none` leaves directed reports, and link prediction trains on unordered pairs: allowed with `task: link` are `or` and `and`",
+            ));
+        }
         Ok(Defense::new(name).with_data(PerturbEdges::new(name, self, client.client)?))
     }
 }
@@ -164,6 +181,13 @@ impl PerturbEdges {
         };
         let fake = (0..n).flat_map(|v| graph.neighbors(v).iter().map(move |&u| (u, v))).map(|(u, v)| truth.neighbors(v).binary_search(&u).is_err()).collect();
         let p = Perturbed { noisy_edges: graph.num_edges(), directed: graph.is_directed(), fake, true_edges: truth.num_edges(), kept, added };
+        if let Some(split) = &data.link {
+            let reported = split.with_training_graph(graph.clone()).map_err(|e| match e {
+                Error::Param { name, msg } => Error::param(format!("defense `{}` (client {}'s reported graph): {name}", self.name, self.client), msg),
+                e => e,
+            })?;
+            data.link = Some(reported);
+        }
         data.graph = graph;
         Ok(Some(p))
     }

@@ -174,7 +174,7 @@ mod tests {
         for (c, field) in [(config(0.0, 1.0), "clip"), (config(1.0, 0.0), "noise_multiplier"), (LdpUpdateConfig { delta: 1.0, ..config(1.0, 1.0) }, "delta")]
         {
             let (model, train) = (crate::model::ModelConfig::default(), crate::train::TrainConfig::default());
-            let client = ClientContext { client: 0, model: &model, train: &train, rounds: 1 };
+            let client = ClientContext { client: 0, model: &model, train: &train, rounds: 1, task: crate::data::Task::Node };
             let e = c.build("u", &client).err().expect("an invalid parameter").to_string();
             assert!(e.contains(field), "{e}");
         }

@@ -22,6 +22,7 @@
 use super::RoundContext;
 use super::checkpoint::Persistent;
 use super::upload::{UploadContext, UploadProtocol};
+use crate::data::Task;
 use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 use crate::privacy::PrivacyCost;
@@ -37,6 +38,8 @@ pub struct ClientContext<'a> {
     pub train: &'a TrainConfig,
     /// Rounds of the federation (a client may train in fewer).
     pub rounds: usize,
+    /// What the client learns.
+    pub task: Task,
 }
 
 /// A defense as a scenario declares it: it builds one instance per client.

@@ -192,7 +192,8 @@ impl Federation {
         let mut states = Vec::with_capacity(clients.len());
         let mut in_dim = None;
         for (id, mut local) in clients.into_iter().enumerate() {
-            let context = ClientContext { client: id, model: &setup.model, train: &setup.train, rounds: setup.federation.rounds };
+            let context =
+                ClientContext { client: id, model: &setup.model, train: &setup.train, rounds: setup.federation.rounds, task: setup.task };
             let defenses = pipeline.for_client(&context)?;
             let privacy = defenses.transform_data(&mut local, |k| rng::derive(setup.seed, "client-transform", &[id as u64, k as u64]))?;
             let d = local.features.cols();
