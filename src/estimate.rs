@@ -23,6 +23,8 @@
 //!   arcs of edge RR, DP-GNN's computation graphs.
 
 use crate::data::Dataset;
+use crate::data::Task;
+use crate::data::link_split::{MAX_TRAIN_NEGATIVES, Negatives};
 use crate::data::synthetic::SyntheticConfig;
 use crate::defenses::RunSize;
 use crate::model::Arch;
@@ -46,6 +48,14 @@ const PARAMETERS_PER_TRAINER: f64 = 4.0;
 /// Parameters of EC-LDA's Cora GCN (1433 → 512 → 64, FC head to 7 classes), on which
 /// the attacks' server seconds were measured.
 const EC_LDA_CORA_PARAMETERS: f64 = 767_495.0;
+/// Link prediction, per training pair and epoch: the pair's two node ids, the two
+/// gathered embeddings, their product, the pair layer's output and activation (each
+/// `w` floats) and their gradients — ≈ 10 w floats (measured: two Facebook runs of
+/// 1.64 M pairs per client at w = 64 held ≈ 8 GB together).
+const PER_PAIR_FIXED: f64 = 32.0;
+const PER_PAIR_FLOATS: f64 = 10.0;
+/// Drawing a negative (rejection sampling into a hash set) and moving a pair's rows.
+const PAIR_SECONDS: f64 = 3e-7;
 
 /// The size of a run's graph.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -203,6 +213,29 @@ pub fn parameters(s: &Scenario, size: &DataSize) -> f64 {
     total
 }
 
+/// Link prediction: the training pairs one client draws per epoch (its training
+/// positives and their negatives as `link:` says; `natural`: all its other pairs, up to
+/// the cap), the clients taken as equal parts of the graph; 0 for node classification.
+fn link_pairs_per_client(s: &Scenario, size: &DataSize, clients: f64) -> f64 {
+    if s.task != Task::Link {
+        return 0.0;
+    }
+    let r = s.link.unwrap_or_default();
+    let keep = (1.0 - r.val - r.test).max(0.0);
+    let (n, e) = (size.nodes / clients, size.edges / clients);
+    let positives = keep * e;
+    let negatives = match r.negatives {
+        Negatives::Ratio(x) => x * positives,
+        Negatives::Natural => (keep * (n * (n - 1.0) / 2.0 - e).max(0.0)).min(MAX_TRAIN_NEGATIVES as f64),
+    };
+    positives + negatives
+}
+
+/// The width of the embeddings a link model pairs (its last GNN layer's).
+fn pair_width(s: &Scenario) -> f64 {
+    s.model.hidden.width(s.model.hidden_outputs().saturating_sub(1)) as f64
+}
+
 /// The peak memory of `s` on a graph of `size`, with `threads` worker threads.
 pub fn memory(s: &Scenario, size: &DataSize, threads: usize) -> MemoryEstimate {
     let run = run_size(s, size, threads);
@@ -255,6 +288,18 @@ pub fn memory(s: &Scenario, size: &DataSize, threads: usize) -> MemoryEstimate {
         bytes: p * 4.0 * (PARAMETERS_PER_CLIENT * run.clients + PARAMETERS_PER_TRAINER * run.concurrent),
         driven_by: format!("{p:.0} parameters × {} clients: model.hidden, the feature dimension, partition.clients", run.clients),
     });
+    let pairs = link_pairs_per_client(s, size, run.clients);
+    if pairs > 0.0 {
+        let w = pair_width(s);
+        parts.push(Part {
+            what: "link pairs",
+            bytes: run.concurrent * pairs * (PER_PAIR_FIXED + PER_PAIR_FLOATS * 4.0 * w),
+            driven_by: format!(
+                "{} client(s) at once × {pairs:.3e} training pairs per epoch × width {w}: link.negatives (`natural`: all of a client's pairs), partition.clients, model.hidden",
+                run.concurrent
+            ),
+        });
+    }
     if s.model.arch == Arch::Gat {
         let heads = s.model.heads as f64 * s.model.layers as f64;
         parts.push(Part {
@@ -271,21 +316,41 @@ pub fn memory(s: &Scenario, size: &DataSize, threads: usize) -> MemoryEstimate {
 
 /// Seconds of one run on one core, on a graph of `size`.
 pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
-    // A graph without features trains on one value per node.
+    // A graph without features trains on one value per node; a feature mechanism's
+    // output is dense.
     let (n, e) = (size.nodes, size.edges);
-    let nnz = if size.feature_dim == 0.0 { n } else { size.feature_values };
+    let run = run_size(s, size, 1);
+    let nnz = match size.feature_dim {
+        0.0 => n,
+        d if s.defenses.iter().any(|x| x.spec.cost(&run).dense_features) => n * d,
+        _ => size.feature_values,
+    };
     let m = &s.model;
     // Hidden outputs: every layer's with an FC head on top, all but the last without.
     let hidden_outputs = if m.head { m.layers } else { m.layers.saturating_sub(1) }.max(1);
     let widths: Vec<f64> = (0..hidden_outputs).map(|i| m.hidden.width(i) as f64).collect();
-    let heads = if m.arch == Arch::Gat { 4.0 } else { 1.0 };
+    // GAT: every head's columns, and per arc ≈ 9× GCN's work (both endpoints gathered,
+    // the attention scores, their softmax and all of it again backward); SAGE: two
+    // weight products (the node's own and its neighbours'); each with more work per
+    // parameter and client-epoch, however small the client (fitted to EC-LDA's Cora
+    // setting, 20 rounds, 5 and 50 clients: GAT 5.0 and 16.0 s, SAGE 8.1 and 25.6 s,
+    // GCN 3.6 and 10.7 s measured).
+    let (heads, per_arc, products, per_parameter) = match m.arch {
+        Arch::Gat => (m.heads as f64, 9.0, 1.0, 2.6e-9),
+        Arch::Sage => (1.0, 1.0, 2.0, 2.2e-9),
+        _ => (1.0, 1.0, 1.0, 1.4e-9),
+    };
     // First layer X·W on the stored feature values, then per layer a propagation over
     // edges and nodes, and the dense products between hidden layers.
-    let propagate: f64 = widths.iter().map(|h| (2.0 * e + n) * h * heads).sum();
-    let dense: f64 = widths.windows(2).map(|w| n * w[0] * w[1]).sum();
-    let epoch_work = nnz * widths[0] + propagate + dense;
+    let propagate: f64 = widths.iter().map(|h| (2.0 * e * per_arc + n) * h * heads).sum();
+    let dense: f64 = widths.windows(2).map(|w| n * w[0] * heads * w[1]).sum();
+    let epoch_work = products * (nnz * widths[0] * heads + dense) + propagate;
+    // Link prediction: every training pair through the pair layer (w × w) and the head,
+    // plus drawing it.
+    let w = pair_width(s);
+    let pairs = link_pairs_per_client(s, size, run.clients) * run.clients;
+    let pair_seconds = pairs * (3.0 * (w * w + 4.0 * w) / 1.46e10 + PAIR_SECONDS);
     let epochs = (s.federation.rounds * s.train.epochs) as f64;
-    let run = run_size(s, size, 1);
     let rounds = s.federation.rounds as f64;
     let (mut factor, mut extra) = (1.0, 0.0);
     for d in &s.defenses {
@@ -304,11 +369,22 @@ pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
         (false, crate::partition::Method::Louvain) => 1.2 * (e / 5e5).powf(1.6),
         _ => 0.0,
     };
-    // Calibrated on this project's 2-core Zen 5 machine, one run per core: forward and
-    // backward ≈ 3× the work at ~25 GFLOP/s, 0.2 ms fixed cost per client-epoch, 5 ms of
-    // server work per round (EC-LDA's Cora GCN setting: 14.7 s measured in a matrix, 17 s
-    // modelled), the defenses' and attacks' factors from the shipped Cora matrix's runs.
-    (epochs * (3.0 * epoch_work / 2.5e10 + run.clients * 2e-4) * factor + extra + attacks + rounds * 0.005 + generate + louvain).max(0.02)
+    // Calibrated on this project's 2-core Zen 5 machine, one run per core (2026-11-26,
+    // one thread, nothing else running): forward and backward ≈ 3× the work at ≈ 15
+    // GFLOP/s; per client-epoch 0.2 ms fixed and (GCN) 1.4 ns per model parameter (the dense
+    // weight gradients and the optimizer step pass over every parameter however small the
+    // client: 1.3 ms on EC-LDA's 767 k-parameter Cora model); 5 ms of server work per
+    // round. Fitted to EC-LDA's Cora GCN setting over 20 rounds with 5 and 50 clients
+    // (3.1 and 8.9 s measured) and checked on 10 (3.85 s measured, 3.8 modelled); the
+    // defenses' and attacks' factors from the shipped Cora matrix's runs.
+    let client_epoch = 2e-4 + per_parameter * run.parameters;
+    (epochs * (3.0 * epoch_work / 1.46e10 + pair_seconds + run.clients * client_epoch) * factor
+        + extra
+        + attacks
+        + rounds * 0.005
+        + generate
+        + louvain)
+        .max(0.02)
 }
 
 /// The memory a run may take by default: 90 % of what the machine has available now
@@ -351,8 +427,8 @@ mod tests {
     }
 
     /// The time estimate takes each defense's and attack's cost from its registration:
-    /// DP-GNN multiplies the epochs, Solitude adds its calibration per epoch, an attack
-    /// adds server time scaled by the node count.
+    /// DP-GNN multiplies the epochs, Solitude adds its calibration per epoch, LPGNN its
+    /// KProp steps, an attack adds server time scaled by the parameters it reads.
     #[test]
     fn the_time_estimate_takes_costs_from_the_registry() {
         let cost = |extra: &str| seconds(&scenario(extra), &size());
@@ -379,8 +455,14 @@ mod tests {
         assert!(seconds(&centralized, &size()) < plain);
         let big = DataSize { nodes: 1e6, edges: 5e6, feature_dim: 128.0, feature_values: 1.28e8, ..size() };
         let louvain_big = seconds(&scenario(""), &big) - seconds(&centralized, &big);
-        // (and 3 more clients' fixed cost per epoch: 20 epochs × 3 × 0.2 ms)
-        assert!((louvain_big - 1.2 * 10f64.powf(1.6) - 20.0 * 3.0 * 2e-4).abs() < 1e-9, "{louvain_big}");
+        // (and 3 more clients' cost per epoch: 20 epochs × 3 × (0.2 ms + 1.4 ns per parameter))
+        let per_client = 2e-4 + 1.4e-9 * parameters(&centralized, &big);
+        assert!((louvain_big - 1.2 * 10f64.powf(1.6) - 20.0 * 3.0 * per_client).abs() < 1e-9, "{louvain_big}");
+        // LPGNN: kx + ky propagations per epoch over the 2 · 4000 arcs and 1000 nodes, at
+        // the layers' mean width ((16 + 4) / 2 output units).
+        let lpgnn = |kx: usize, ky: usize| cost(&format!("defenses: [{{kind: lpgnn, epsilon_x: 1, epsilon_y: 1, kx: {kx}, ky: {ky}}}]\n"));
+        let step = 9000.0 * (3.5e-8 + 3.0 * 10.0 / 1.46e10);
+        assert!((lpgnn(2, 8) - lpgnn(0, 0) - 20.0 * 10.0 * step).abs() < 1e-9);
     }
 
     /// The terms by hand for a 2-layer GCN (16 hidden, 4 classes) on 1000 nodes, 4000

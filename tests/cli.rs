@@ -295,9 +295,28 @@ fn reproduce_ec_lda_writes_the_shared_csv_contract() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("rep");
     let args = ["reproduce", "ec-lda", "--dataset", "synthetic", "--seeds", "2", "--rounds", "4", "--part", "table", "--out"];
+    // --dry-run: the runs it would do, per part and cell, with their estimates; nothing
+    // trained or written.
+    let plan = |extra: &[&str]| {
+        let o = fgl(&[&args[..], &[out.to_str().unwrap(), "--dry-run"], extra].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    let cell_lines = |text: &str| -> Vec<String> { text.lines().filter(|l| l.contains("model=")).map(String::from).collect() };
+    let fresh = plan(&[]);
+    assert!(fresh.starts_with("reproduce ec-lda on synthetic: 1 part(s), 12 runs (2 run(s) per cell); results in "), "{fresh}");
+    assert!(fresh.contains("part `table`: 6 cells × 2 runs") && fresh.contains("estimated wall time: "), "{fresh}");
+    assert_eq!(cell_lines(&fresh).len(), 6, "{fresh}");
+    assert!(cell_lines(&fresh).iter().all(|l| l.split_whitespace().nth(4) == Some("2")), "two runs to do per cell: {fresh}");
+    assert!(!out.exists(), "a dry run writes nothing");
     let o = fgl(&[&args[..], &[out.to_str().unwrap()]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = std::fs::read_to_string(out.join("reproduce.csv")).unwrap();
+    // Over a finished reproduction (as --resume would see it) nothing is left to do, and
+    // the estimate comes from the measured runs.
+    let done = plan(&["--resume"]);
+    assert!(cell_lines(&done).iter().all(|l| l.split_whitespace().nth(4) == Some("0")), "{done}");
+    assert!(done.contains("rough: 12 finished run(s) measured"), "{done}");
     let mut lines = csv.lines();
     assert_eq!(lines.next(), Some(fgl_sim::reproduce::CSV_HEADER));
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
@@ -664,4 +683,14 @@ fn an_allocation_failure_is_one_clear_line() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("error: out of memory: an allocation of ") && err.contains("--dry-run"), "{err}");
+}
+
+/// A library front end (the Python package) gets results back, so it is refused a
+/// `--dry-run`, whose plan only the command line prints.
+#[test]
+fn reproduce_in_process_refuses_a_dry_run() {
+    let front = fgl_sim::cli::Front { stop: Default::default(), progress: None };
+    let args: Vec<String> = ["ec-lda", "--dataset", "synthetic", "--dry-run"].map(String::from).to_vec();
+    let e = fgl_sim::cli::reproduce_args(&args, &front).unwrap_err().to_string();
+    assert!(e.contains("--dry-run") && e.contains("command line"), "{e}");
 }

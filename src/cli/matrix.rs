@@ -22,16 +22,11 @@ pub(super) fn matrix_cmd(
             m.runs().len(),
             out.display()
         );
-        println!("{:>10}  {:>10}  {:>5}  cell", "est. time", "memory/run", "to do");
-        let fmt =
-            |t: Option<f64>| t.map_or("?".to_string(), |t| if t < 120.0 { format!("{t:.0} s") } else { format!("{:.1} min", t / 60.0) });
-        for (id, todo, t, memory) in &plan.lines {
-            println!("{:>10}  {:>10}  {:>5}  {id}", fmt(*t), memory.map_or("?".into(), crate::estimate::human), todo);
-        }
-        let jobs = opts.jobs.unwrap_or_else(crate::backend::available_cores);
+        print!("{}", plan.table());
         println!(
-            "estimated wall time with {jobs} run(s) at once: {} (rough: {} finished run(s) measured, the rest from a cost model; `?`: dataset not loadable here)",
-            fmt(plan.total_seconds),
+            "estimated wall time with {} run(s) at once: {} (rough: {} finished run(s) measured, the rest from a cost model; `?`: dataset not loadable here)",
+            plan.jobs,
+            matrix::Plan::human(plan.total_seconds),
             plan.measured
         );
         return Ok(());

@@ -331,7 +331,7 @@ fn completions(shell: clap_complete::Shell) -> String {
 
 /// Run a paper's table as `args` ask (both settings unless some are named; the base
 /// scenario's dataset and the paper's runs unless given); returns its directory.
-fn reproduce_table(table: &PaperTable, args: TableArgs, variant: &Variant, front: &Front) -> Result<PathBuf> {
+fn reproduce_table(table: &PaperTable, args: TableArgs, variant: &Variant, front: &Front) -> Result<Reproduced> {
     let TableArgs { dataset, runs, settings, parts, cells, epochs, common } = args;
     let dataset = match dataset {
         Some(d) => d,
@@ -339,7 +339,17 @@ fn reproduce_table(table: &PaperTable, args: TableArgs, variant: &Variant, front
     };
     let runs = runs.unwrap_or(table.spec.paper_runs);
     let opts = crate::reproduce::TableOptions { dataset, runs, settings, parts, epochs, cells, run: common.run_options(front) };
-    crate::reproduce::table::run(table, &opts, variant, common.out.as_deref(), common.force || common.resume)
+    if common.dry_run {
+        return crate::reproduce::table::plan(table, &opts, variant, common.out.as_deref()).map(Reproduced::Planned);
+    }
+    crate::reproduce::table::run(table, &opts, variant, common.out.as_deref(), common.force || common.resume).map(Reproduced::Ran)
+}
+
+/// What a `reproduce` command did: ran (its results directory), or under `--dry-run`
+/// planned (the plan's text).
+enum Reproduced {
+    Ran(PathBuf),
+    Planned(String),
 }
 
 /// How a command is driven: from the command line (signals stop it, bars on a terminal)
@@ -374,6 +384,11 @@ struct ReproduceArgs {
     /// Worker threads (results do not depend on it).
     #[arg(long)]
     threads: Option<usize>,
+    /// Print the runs the command would do and their estimated time and memory (per part
+    /// or setting, per cell), without training or writing anything; with --out and
+    /// --resume, the finished runs there are counted as done.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 impl ReproduceArgs {
@@ -687,9 +702,13 @@ fn dispatch(command: Command) -> Result<()> {
         }
         Command::Reproduce { paper } => {
             let t = std::time::Instant::now();
-            let dir = reproduce(paper, &Front::command_line())?;
-            print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
-            println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
+            match reproduce(paper, &Front::command_line())? {
+                Reproduced::Ran(dir) => {
+                    print!("{}", std::fs::read_to_string(dir.join("reproduce.md")).unwrap_or_default());
+                    println!("\nresults written to {} ({:.1} s)", dir.display(), t.elapsed().as_secs_f64());
+                }
+                Reproduced::Planned(plan) => print!("{plan}"),
+            }
             Ok(())
         }
         Command::Privacy { action } => privacy::privacy_cmd(action).map_err(flag_named),
@@ -726,11 +745,14 @@ fn dispatch(command: Command) -> Result<()> {
 }
 
 /// Run a `reproduce` command; returns its results directory.
-fn reproduce(paper: Paper, front: &Front) -> Result<PathBuf> {
+fn reproduce(paper: Paper, front: &Front) -> Result<Reproduced> {
     match paper {
         Paper::EcLda { dataset, seeds, rounds, parts, common } => {
             let opts = crate::reproduce::EcLdaOptions { dataset, seeds, parts, rounds, run: common.run_options(front) };
-            crate::reproduce::ec_lda::ec_lda(&opts, common.out.as_deref(), common.force || common.resume)
+            if common.dry_run {
+                return crate::reproduce::ec_lda::plan(&opts, common.out.as_deref()).map(Reproduced::Planned);
+            }
+            crate::reproduce::ec_lda::ec_lda(&opts, common.out.as_deref(), common.force || common.resume).map(Reproduced::Ran)
         }
         Paper::Lpgnn { table } => reproduce_table(&PaperTable::builtin("lpgnn"), table, &Variant::compare(), front),
         Paper::Rgnn { table } => reproduce_table(&PaperTable::builtin("rgnn"), table, &Variant::compare(), front),
@@ -747,7 +769,13 @@ fn reproduce(paper: Paper, front: &Front) -> Result<PathBuf> {
 /// results directory.
 pub fn reproduce_args(args: &[String], front: &Front) -> Result<PathBuf> {
     match parse_in_process("reproduce", args)? {
-        Command::Reproduce { paper } => reproduce(paper, front),
+        Command::Reproduce { paper } => match reproduce(paper, front)? {
+            Reproduced::Ran(dir) => Ok(dir),
+            Reproduced::Planned(_) => Err(Error::param(
+                "--dry-run",
+                "prints a plan on the command line (`fgl-sim reproduce … --dry-run`); it has no results to return here",
+            )),
+        },
         _ => unreachable!("parsed as `reproduce`"),
     }
 }

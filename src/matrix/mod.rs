@@ -291,6 +291,25 @@ pub struct Plan {
     /// Estimated wall time with `jobs` at once (sum / jobs; rough).
     pub total_seconds: Option<f64>,
     pub measured: usize,
+    /// Runs at once.
+    pub jobs: usize,
+}
+
+impl Plan {
+    /// Seconds as a plan shows them (`?`: unknown).
+    pub fn human(t: Option<f64>) -> String {
+        t.map_or("?".to_string(), |t| if t < 120.0 { format!("{t:.0} s") } else { format!("{:.1} min", t / 60.0) })
+    }
+
+    /// One line per cell under a header: estimated time of its runs to do, memory of one
+    /// run, runs to do, cell id.
+    pub fn table(&self) -> String {
+        let mut text = format!("{:>10}  {:>10}  {:>5}  cell\n", "est. time", "memory/run", "to do");
+        for (id, todo, t, memory) in &self.lines {
+            text += &format!("{:>10}  {:>10}  {:>5}  {id}\n", Self::human(*t), memory.map_or("?".into(), crate::estimate::human), todo);
+        }
+        text
+    }
 }
 
 /// The cells, the runs each still needs, and an estimate of their time: from the
@@ -316,7 +335,7 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
         lines.push((cell.id.clone(), todo, per_run.map(|t| t * todo as f64), memory));
     }
     let total_seconds = lines.iter().map(|l| l.2).sum::<Option<f64>>().map(|t| t / jobs as f64);
-    Ok(Plan { lines, total_seconds, measured })
+    Ok(Plan { lines, total_seconds, measured, jobs })
 }
 
 /// Refuse the runs `todo` if the largest `jobs` of them, each on `threads` threads,

@@ -72,6 +72,18 @@ pub struct EcLdaOptions {
 /// Run the EC-LDA reproduction and write `reproduce.md` / `reproduce.csv`; returns the
 /// results directory.
 pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<PathBuf> {
+    let (table, topts, variant) = as_table(opts)?;
+    super::table::run(&table, &topts, &variant, out, force)
+}
+
+/// `reproduce ec-lda … --dry-run`: see [`super::table::plan`].
+pub fn plan(opts: &EcLdaOptions, out: Option<&Path>) -> Result<String> {
+    let (table, topts, variant) = as_table(opts)?;
+    super::table::plan(&table, &topts, &variant, out)
+}
+
+/// The built-in table file with the command's options, checked.
+fn as_table(opts: &EcLdaOptions) -> Result<(PaperTable, TableOptions, Variant)> {
     if opts.seeds == 0 {
         return Err(Error::param("--seeds", "at least 1 seed is needed"));
     }
@@ -89,7 +101,7 @@ pub fn ec_lda(opts: &EcLdaOptions, out: Option<&Path>, force: bool) -> Result<Pa
         run: opts.run.clone(),
     };
     let variant = Variant { overrides: opts.rounds.map(|r| format!("federation.rounds={r}")).into_iter().collect(), ..Variant::compare() };
-    super::table::run(&table, &topts, &variant, out, force)
+    Ok((table, topts, variant))
 }
 
 #[cfg(test)]

@@ -41,24 +41,14 @@ use crate::run::RunOptions;
 /// first, and the matrix's memory check guards them. Per cell, the runs' metrics in seed
 /// order; the first failed run (in run order) fails the reproduction with its error.
 pub(crate) fn run_cells(dir: &Path, name: &str, cells: Vec<BuiltCell>, runs: usize, opts: &RunOptions) -> Result<Vec<Vec<RunMetrics>>> {
-    let m = Matrix::from_cells(name, "", name, cells, (0..runs as u64).collect())?;
+    let m = matrix_of(name, cells, runs)?;
     // The reproduction claimed its directory (empty, or `--force`): earlier runs there
     // are replaced; under `--resume` the matrix reuses those that match and refuses
     // those that do not.
     if dir.exists() && !opts.resume {
         std::fs::remove_dir_all(dir).map_err(|e| Error::output(dir, format!("cannot replace: {e}")))?;
     }
-    let mopts = MatrixOptions {
-        data_dir: opts.data_dir.clone(),
-        out: None,
-        jobs: opts.threads,
-        quiet: opts.quiet,
-        checkpoint_every: opts.checkpoint_every,
-        stop: opts.stop.clone(),
-        max_memory: opts.max_memory,
-        progress: opts.progress.clone().unwrap_or_default(),
-    };
-    let o = crate::matrix::run_in(&m, dir, &mopts)?;
+    let o = crate::matrix::run_in(&m, dir, &matrix_options(opts.clone(), None))?;
     let mut rows = o.rows.into_iter();
     (0..m.cells.len())
         .map(|_| {
@@ -72,6 +62,26 @@ pub(crate) fn run_cells(dir: &Path, name: &str, cells: Vec<BuiltCell>, runs: usi
                 .collect()
         })
         .collect()
+}
+
+/// A reproduction's group of runs as a matrix: `cells` over seeds 0..`runs`.
+pub(crate) fn matrix_of(name: &str, cells: Vec<BuiltCell>, runs: usize) -> Result<Matrix> {
+    Matrix::from_cells(name, "", name, cells, (0..runs as u64).collect())
+}
+
+/// How a reproduction's matrix runs: one run per `opts.threads` (default one per core),
+/// into `out` (for a plan; [`run_cells`] gives the directory itself).
+pub(crate) fn matrix_options(opts: RunOptions, out: Option<PathBuf>) -> MatrixOptions {
+    MatrixOptions {
+        data_dir: opts.data_dir,
+        out,
+        jobs: opts.threads,
+        quiet: opts.quiet,
+        checkpoint_every: opts.checkpoint_every,
+        stop: opts.stop,
+        max_memory: opts.max_memory,
+        progress: opts.progress.unwrap_or_default(),
+    }
 }
 
 /// Where a table's cells run: the paper's setting or ours over clients.

@@ -888,9 +888,28 @@ fn values_of(row: &Row, r: &RunMetrics) -> Vec<(Option<String>, &'static str, f6
     out
 }
 
-/// Run `table` as `opts` and `variant` ask and write `reproduce.md` / `reproduce.csv`;
-/// returns the results directory.
-pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Option<&Path>, force: bool) -> Result<PathBuf> {
+/// The runs `table` needs as `opts` and `variant` ask: its groups (parts, or settings)
+/// in order, and each group's runs as (cell, model column, the matrix cell).
+struct Planned<'a> {
+    key: Option<&'a str>,
+    groups: Vec<Group<'a>>,
+    built: Vec<Vec<(usize, String, BuiltCell)>>,
+    epochs: usize,
+    rounds: usize,
+    /// The chosen cells.
+    chosen: Vec<usize>,
+}
+
+impl Planned<'_> {
+    /// The matrix stem of group `g` (its run directories' name).
+    fn stem(table: &PaperTable, opts: &TableOptions, g: &Group) -> String {
+        format!("reproduce-{}-{}-{}", table.spec.paper, opts.dataset, g.name())
+    }
+}
+
+/// Every run of every group of `table`, built (scenarios parsed and checked) without
+/// touching data or the results directory.
+fn build<'a>(table: &'a PaperTable, opts: &TableOptions, variant: &Variant) -> Result<Planned<'a>> {
     let spec = &table.spec;
     let key = table.dataset_key(&opts.dataset)?;
     let chosen = opts.chosen(&table.ids())?;
@@ -907,8 +926,7 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
         }
         table.parts(&opts.parts)?.into_iter().map(Group::Part).collect()
     };
-    let (base, name) = (&table.base.0, format!("reproduce {}", spec.paper));
-    let entry = key.map(|k| &spec.datasets[k]);
+    let base = &table.base.0;
     let epochs = opts.epochs.or(spec.epochs).unwrap_or(1);
     let rounds = spec.federated_rounds_per_10_epochs * epochs.div_ceil(10);
     // Every run of every group, built before the results directory is claimed: (cell,
@@ -953,7 +971,60 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
         }
         built.push(jobs);
     }
-    let first = built.iter().flatten().next().ok_or_else(|| Error::param("--cell", "no chosen cell runs in the chosen parts"))?;
+    if built.iter().all(Vec::is_empty) {
+        return Err(Error::param("--cell", "no chosen cell runs in the chosen parts"));
+    }
+    Ok(Planned { key, groups, built, epochs, rounds, chosen })
+}
+
+/// `reproduce … --dry-run`: what `run` would do with the same arguments — per group, the
+/// matrix's per-cell estimate of time and memory (from the finished runs already in
+/// `out`'s group directories where there are any, as `--resume` would keep them, else
+/// from the cost model) — and the whole, groups one after another. Nothing is written
+/// or trained.
+pub fn plan(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Option<&Path>) -> Result<String> {
+    let p = build(table, opts, variant)?;
+    let stem = format!("reproduce-{}-{}{}", table.spec.paper, opts.dataset, variant.stem_suffix);
+    let dir = out.map_or_else(|| Path::new("results").join(format!("{stem}-<time>")), Path::to_path_buf);
+    let runs: usize = p.built.iter().map(Vec::len).sum::<usize>() * opts.runs;
+    let kind = if table.spec.parts.is_empty() { "setting" } else { "part" };
+    let mut text = format!(
+        "reproduce {} on {}: {} {kind}(s), {runs} runs ({} run(s) per cell); results in {}\n",
+        table.spec.paper,
+        opts.dataset,
+        p.groups.len(),
+        opts.runs,
+        dir.display()
+    );
+    let mut total = Some(0.0);
+    let mut measured = 0;
+    for (g, jobs) in p.groups.iter().zip(p.built) {
+        let cells = jobs.into_iter().map(|j| j.2).collect();
+        let m = super::matrix_of(&Planned::stem(table, opts, g), cells, opts.runs)?;
+        let mopts = super::matrix_options(opts.run.clone(), Some(dir.join(g.name())));
+        let plan = crate::matrix::plan(&m, &mopts)?;
+        write!(text, "\n{kind} `{}`: {} cells × {} runs\n{}", g.name(), m.cells.len(), opts.runs, plan.table()).expect("string");
+        writeln!(text, "{:>10}  with {} run(s) at once", crate::matrix::Plan::human(plan.total_seconds), plan.jobs).expect("string");
+        total = total.zip(plan.total_seconds).map(|(a, b)| a + b);
+        measured += plan.measured;
+    }
+    write!(
+        text,
+        "\nestimated wall time: {} ({kind}s one after another; rough: {measured} finished run(s) measured, the rest from a cost model; `?`: dataset not loadable here)\n",
+        crate::matrix::Plan::human(total)
+    )
+    .expect("string");
+    Ok(text)
+}
+
+/// Run `table` as `opts` and `variant` ask and write `reproduce.md` / `reproduce.csv`;
+/// returns the results directory.
+pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Option<&Path>, force: bool) -> Result<PathBuf> {
+    let spec = &table.spec;
+    let Planned { key, groups, built, epochs, rounds, chosen } = build(table, opts, variant)?;
+    let (base, name) = (&table.base.0, format!("reproduce {}", spec.paper));
+    let entry = key.map(|k| &spec.datasets[k]);
+    let first = built.iter().flatten().next().expect("checked when built");
     // Fail on a dataset that cannot be loaded or a cell that cannot run (a memory guard)
     // before claiming the results directory: by settings, the first chosen cell of each
     // method trains 1 epoch; by parts, the first run's data is prepared.
@@ -986,8 +1057,7 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
     for (g, jobs) in groups.iter().zip(built) {
         let t = Instant::now();
         let (ids, jobs): (Vec<(usize, String)>, Vec<BuiltCell>) = jobs.into_iter().map(|(c, m, b)| ((c, m), b)).unzip();
-        let stem = format!("reproduce-{}-{}-{}", spec.paper, opts.dataset, g.name());
-        let results = super::run_cells(&dir.join(g.name()), &stem, jobs, opts.runs, &quiet)?;
+        let results = super::run_cells(&dir.join(g.name()), &Planned::stem(table, opts, g), jobs, opts.runs, &quiet)?;
         for ((c, model), runs) in ids.iter().zip(results) {
             let (_, pairs) = table.cell_pairs(*c, key);
             for r in &runs {
