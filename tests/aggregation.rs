@@ -200,6 +200,21 @@ fn distributed_dp_under_secure_aggregation_spends_what_dp_fedavg_does() {
     assert!(attack(&both, "lda")["aggregate"]["inferences"] == 1);
     assert!(both["final"]["test_accuracy"].as_f64().unwrap().is_finite());
     refused(&tmp.path().join("x"), &["defenses=[{kind: secagg, dp: {clip: 1, noise_multiplier: 1, min_clients: 9}}]"], &["dp.min_clients"]);
+    // A target ε instead of z: calibrated over the rounds as DP-FedAvg's (the same z,
+    // the same ε, at most the target and within 1 % of it).
+    let by_eps = run(&tmp.path().join("eps"), &["defenses=[{kind: secagg, dp: {clip: 1, epsilon: 4, min_clients: 5}}]"]);
+    let central = run(&tmp.path().join("central-eps"), &["defenses=[{kind: dp-fedavg, clip: 1, epsilon: 4}]"]);
+    let (p, c) = (&by_eps["clients"][0]["privacy"][0], &central["clients"][0]["privacy"][0]);
+    let eps = p["epsilon"].as_f64().unwrap();
+    assert!(eps <= 4.0 && eps > 3.96, "ε {eps}");
+    assert_eq!((&p["epsilon"], &p["noise_multiplier"]), (&c["epsilon"], &c["noise_multiplier"]));
+    assert!(p["noise_multiplier"].as_f64().unwrap() > 0.0);
+    refused(
+        &tmp.path().join("y"),
+        &["defenses=[{kind: secagg, dp: {clip: 1, noise_multiplier: 1, epsilon: 4, min_clients: 5}}]"],
+        &["dp.noise_multiplier", "exactly one of `noise_multiplier` and `epsilon`"],
+    );
+    refused(&tmp.path().join("z"), &["defenses=[{kind: secagg, dp: {clip: 1, epsilon: -1, min_clients: 5}}]"], &["dp.epsilon"]);
 }
 
 /// The active EC-LDA behind secure aggregation: it compresses the broadcast as usual, but

@@ -80,19 +80,53 @@ impl super::DefenseConfig for DpFedAvgConfig {
     fn upload(&self, name: &str, ctx: &UploadContext) -> Result<Option<Box<dyn UploadProtocol>>> {
         self.check()?;
         let q = poisson_rate(&format!("`{name}`"), ctx.federation)?;
-        let mech = Mechanism::DpSgd { sample_rate: q };
-        let orders = accountant::default_orders();
-        let rounds = ctx.federation.rounds as u64;
-        let z = match (self.noise_multiplier, self.epsilon) {
-            (Some(z), None) => z,
-            (None, Some(eps)) => {
-                accountant::sigma_for_epsilon(&mech, eps, rounds, self.delta, self.conversion, &orders)
-                    .map_err(|e| Error::param("epsilon", format!("no noise multiplier reaches ε = {eps} over {rounds} rounds at q = {q}: {e}")))?
-                    .0
-            }
-            _ => unreachable!("checked"),
-        };
+        let z = noise_multiplier("", self.noise_multiplier, self.epsilon, q, ctx.federation.rounds, self.delta, self.conversion)?;
         Ok(Some(Box::new(DpFedAvg { name: name.to_string(), cfg: self.clone(), z, q, clients: ctx.clients })))
+    }
+}
+
+/// Exactly one of a noise multiplier z and a target ε, each in range; `prefix` goes
+/// before the field names in errors (`""`, or `"dp."` inside another defense).
+pub(super) fn check_noise(prefix: &str, z: Option<f64>, epsilon: Option<f64>) -> Result<()> {
+    match (z, epsilon) {
+        (Some(z), None) if !(z > 0.0 && z.is_finite()) => Err(Error::param(
+            format!("{prefix}noise_multiplier"),
+            format!("{z} is not allowed: z must be a finite number > 0 (z = 0 gives no privacy)"),
+        )),
+        (None, Some(e)) if !(e > 0.0 && e.is_finite()) => {
+            Err(Error::param(format!("{prefix}epsilon"), format!("{e} is not allowed: ε must be a finite number > 0")))
+        }
+        (Some(_), Some(_)) | (None, None) => {
+            Err(Error::param(format!("{prefix}noise_multiplier"), "give exactly one of `noise_multiplier` and `epsilon`"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The noise multiplier of client-level DP over `rounds` rounds of Poisson sampling at
+/// rate q: `z` as given, or the smallest that spends at most `epsilon` (the
+/// subsampled-Gaussian accountant); checked as [`check_noise`].
+pub(super) fn noise_multiplier(
+    prefix: &str,
+    z: Option<f64>,
+    epsilon: Option<f64>,
+    q: f64,
+    rounds: usize,
+    delta: f64,
+    conversion: Conversion,
+) -> Result<f64> {
+    check_noise(prefix, z, epsilon)?;
+    match (z, epsilon) {
+        (Some(z), _) => Ok(z),
+        (None, Some(eps)) => {
+            let mech = Mechanism::DpSgd { sample_rate: q };
+            accountant::sigma_for_epsilon(&mech, eps, rounds as u64, delta, conversion, &accountant::default_orders())
+                .map(|(z, _)| z)
+                .map_err(|e| {
+                    Error::param(format!("{prefix}epsilon"), format!("no noise multiplier reaches ε = {eps} over {rounds} rounds at q = {q}: {e}"))
+                })
+        }
+        (None, None) => unreachable!("checked"),
     }
 }
 
@@ -118,18 +152,7 @@ impl DpFedAvgConfig {
         if !(self.clip > 0.0 && self.clip.is_finite()) {
             return Err(Error::param("clip", format!("{} is not allowed: the update's L2 bound S must be a finite number > 0", self.clip)));
         }
-        match (self.noise_multiplier, self.epsilon) {
-            (Some(z), None) if !(z > 0.0 && z.is_finite()) => {
-                return Err(Error::param("noise_multiplier", format!("{z} is not allowed: z must be a finite number > 0 (z = 0 gives no privacy)")));
-            }
-            (None, Some(e)) if !(e > 0.0 && e.is_finite()) => {
-                return Err(Error::param("epsilon", format!("{e} is not allowed: ε must be a finite number > 0")));
-            }
-            (Some(_), Some(_)) | (None, None) => {
-                return Err(Error::param("noise_multiplier", "give exactly one of `noise_multiplier` and `epsilon`"));
-            }
-            _ => {}
-        }
+        check_noise("", self.noise_multiplier, self.epsilon)?;
         if !(self.delta > 0.0 && self.delta < 1.0) {
             return Err(Error::param("delta", format!("{} is not allowed: δ must be in (0, 1)", self.delta)));
         }

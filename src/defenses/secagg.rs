@@ -86,8 +86,14 @@ pub struct SecAggConfig {
 pub struct DistributedDp {
     /// S: the L2 bound of one client's update.
     pub clip: f64,
-    /// z: the noise on a released sum has standard deviation at least z·S.
-    pub noise_multiplier: f64,
+    /// z: the noise on a released sum has standard deviation at least z·S. Give this or
+    /// `epsilon`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_multiplier: Option<f64>,
+    /// The ε to spend over the scenario's rounds (z is then calibrated to it, as
+    /// `dp-fedavg`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub epsilon: Option<f64>,
     /// m: the fewest contributions a round may release; each client adds 1/m of the
     /// noise's variance.
     pub min_clients: usize,
@@ -101,6 +107,13 @@ pub struct DistributedDp {
 
 fn default_delta() -> f64 {
     1e-5
+}
+
+impl DistributedDp {
+    /// z, given or calibrated to `epsilon` when the protocol was built.
+    fn z(&self) -> f64 {
+        self.noise_multiplier.expect("z is resolved when the protocol is built")
+    }
 }
 
 fn default_threshold() -> f64 {
@@ -148,13 +161,12 @@ impl super::DefenseConfig for SecAggConfig {
             ));
         }
         let q = ctx.federation.client_fraction;
-        if let Some(dp) = &self.dp {
+        let mut cfg = self.clone();
+        if let Some(dp) = &mut cfg.dp {
             if !(dp.clip > 0.0 && dp.clip.is_finite()) {
                 return Err(Error::param("dp.clip", format!("{} is not allowed: S must be a finite number > 0", dp.clip)));
             }
-            if !(dp.noise_multiplier > 0.0 && dp.noise_multiplier.is_finite()) {
-                return Err(Error::param("dp.noise_multiplier", format!("{} is not allowed: z must be a finite number > 0", dp.noise_multiplier)));
-            }
+            super::dp_fedavg::check_noise("dp.", dp.noise_multiplier, dp.epsilon)?;
             if !(1..=ctx.clients).contains(&dp.min_clients) {
                 return Err(Error::param("dp.min_clients", format!("{} is not allowed: 1..={} (the federation's clients)", dp.min_clients, ctx.clients)));
             }
@@ -162,8 +174,18 @@ impl super::DefenseConfig for SecAggConfig {
                 return Err(Error::param("dp.delta", format!("{} is not allowed: δ must be in (0, 1)", dp.delta)));
             }
             super::dp_fedavg::poisson_rate(&format!("`{name}`'s `dp`"), ctx.federation)?;
+            // The protocol runs with z resolved.
+            dp.noise_multiplier = Some(super::dp_fedavg::noise_multiplier(
+                "dp.",
+                dp.noise_multiplier,
+                dp.epsilon,
+                q,
+                ctx.federation.rounds,
+                dp.delta,
+                dp.conversion,
+            )?);
         }
-        Ok(Some(Box::new(SecAgg { name: name.to_string(), cfg: self.clone(), seed: ctx.seed, costs: Vec::new(), q, clients: ctx.clients })))
+        Ok(Some(Box::new(SecAgg { name: name.to_string(), cfg, seed: ctx.seed, costs: Vec::new(), q, clients: ctx.clients })))
     }
 }
 
@@ -553,7 +575,7 @@ impl UploadProtocol for SecAgg {
                         let d: Vec<f64> = u.delta().into_iter().flatten().collect();
                         let norm = d.iter().map(|v| v * v).sum::<f64>().sqrt();
                         let scale = if norm > dp.clip { dp.clip / norm } else { 1.0 };
-                        let std = dp.noise_multiplier * dp.clip / (dp.min_clients as f64).sqrt();
+                        let std = dp.z() * dp.clip / (dp.min_clients as f64).sqrt();
                         let mut r = rng::derive(self.seed, "secagg-dp-noise", &[ctx.round as u64, u.client as u64]);
                         d.into_iter().map(|v| v * scale + std * rand_distr::Distribution::<f64>::sample(&rand_distr::StandardNormal, &mut r)).chain([1.0]).collect()
                     }
@@ -614,16 +636,20 @@ impl UploadProtocol for SecAgg {
     fn privacy_spent(&self, rounds: usize) -> Option<crate::privacy::PrivacyCost> {
         let dp = self.cfg.dp.as_ref()?;
         let (epsilon, delta) =
-            crate::privacy::accountant::subsampled_gaussian_spent(self.q, dp.noise_multiplier, rounds as u64, dp.delta, dp.conversion)
+            crate::privacy::accountant::subsampled_gaussian_spent(self.q, dp.z(), rounds as u64, dp.delta, dp.conversion)
                 .expect("parameters checked when built");
         Some(crate::privacy::PrivacyCost {
             protects: format!(
                 "the client's whole dataset, client-level (ε, δ)-DP over {rounds} round(s) of Poisson sampling at q = {}: updates clipped to L2 ≤ {}, each client adding 1/{} of the noise (z = {}) before masking — distributed DP: against the server too, which sees only noised sums of at least {} contributions",
-                self.q, dp.clip, dp.min_clients, dp.noise_multiplier, dp.min_clients
+                self.q,
+                dp.clip,
+                dp.min_clients,
+                dp.z(),
+                dp.min_clients
             ),
             epsilon,
             delta,
-            noise_multiplier: Some(dp.noise_multiplier),
+            noise_multiplier: Some(dp.z()),
             ..Default::default()
         })
     }
@@ -805,7 +831,7 @@ mod tests {
     /// the round; ε is DP-FedAvg's for the same q, z and rounds.
     #[test]
     fn distributed_dp_adds_the_noise_in_shares_and_accounts_as_dp_fedavg() {
-        let dp = |clip: f64, z: f64, m: usize| DistributedDp { clip, noise_multiplier: z, min_clients: m, delta: 1e-5, conversion: Default::default() };
+        let dp = |clip: f64, z: f64, m: usize| DistributedDp { clip, noise_multiplier: Some(z), epsilon: None, min_clients: m, delta: 1e-5, conversion: Default::default() };
         let with = |d: DistributedDp, dropout: f64| SecAgg {
             name: "secagg".into(),
             cfg: SecAggConfig { threshold: 0.5, dropout, neighbors: None, fraction_bits: 24, dp: Some(d) },
