@@ -95,6 +95,27 @@ fn axes_expand_in_a_fixed_order_with_names_from_their_values() {
     assert_eq!((m.cells.len(), m.cells[0].id.as_str(), m.seeds.as_slice()), (1, "base", &[0u64][..]));
 }
 
+/// A preset's nested parameter is swept by its dotted path (secagg's distributed DP at
+/// several ε): one cell per value, named by the path, each scenario with its value and
+/// the `set` fields beside it; an unknown nested field is named by the typed check.
+#[test]
+fn nested_preset_fields_are_swept_by_their_path() {
+    let text = format!(
+        "{BASE}attacks: [lda]\ndefenses:\n  - preset: secagg\n    name: sdp\n    set: {{dp: {{clip: 1.0, min_clients: 3}}}}\n    sweep: {{dp.epsilon: [1, 4]}}\n"
+    );
+    let m = load(&text).unwrap();
+    let ids: Vec<&str> = m.cells.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["attack=lda,defense=sdp,defense.dp.epsilon=1", "attack=lda,defense=sdp,defense.dp.epsilon=4"]);
+    for (cell, eps) in m.cells.iter().zip([1.0, 4.0]) {
+        let yaml = cell.scenario.to_yaml();
+        assert!(yaml.contains(&format!("epsilon: {eps:?}")) && yaml.contains("min_clients: 3") && yaml.contains("clip: 1.0"), "{yaml}");
+    }
+    let e =
+        load(&format!("{BASE}defenses: [{{preset: secagg, set: {{dp: {{clip: 1.0, min_clients: 3}}}}, sweep: {{dp.epsilonn: [1]}}}}]\n"))
+            .unwrap_err();
+    assert!(e.contains("epsilonn"), "{e}");
+}
+
 #[test]
 fn bad_matrix_files_fail_with_the_field_named() {
     let cases: &[(&str, &[&str])] = &[

@@ -505,7 +505,7 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
                 for (k, v) in fields {
                     let k = k.as_str().ok_or_else(|| err("set", "keys are the preset's fields".into()))?.to_string();
                     check_field(&k, &at, file)?;
-                    resolved.insert(k.into(), v);
+                    insert_field(&mut resolved, &k, v);
                 }
             }
             Some(other) => return Err(err("set", format!("must be a map of the preset's fields, not {other:?}"))),
@@ -532,7 +532,7 @@ fn preset_choices<S: PresetSpec>(list: &[Value], dir: &Path, file: &str) -> Resu
                             values.iter().map(move |v| {
                                 let mut map = map.clone();
                                 for f in &together {
-                                    map.insert(f.as_str().into(), v.clone());
+                                    insert_field(&mut map, f, v.clone());
                                 }
                                 let mut swept = swept.clone();
                                 swept.push((format!("{role}.{k}"), value_label(v)));
@@ -559,19 +559,38 @@ fn axis_owned(path: &str) -> bool {
     path.split('.').next().is_some_and(|s| matches!(s, "seed" | "attacks" | "defenses"))
 }
 
-/// `set`/`sweep` keys are single fields of the preset: the typed check of every cell
-/// then names an unknown one.
+/// `set`/`sweep` keys are fields of the preset, or `a.b` a field of a map the preset
+/// holds (secagg's `dp.epsilon`): the typed check of every cell then names an unknown
+/// one.
 fn check_field(k: &str, at: &str, file: &str) -> Result<()> {
-    if k.is_empty() || k == "kind" || k == "name" || k.contains('.') {
+    let first = k.split('.').next().unwrap_or("");
+    if k.split('.').any(str::is_empty) || first == "kind" || first == "name" {
         return Err(Error::Matrix {
             file: file.to_string(),
             field: at.to_string(),
             msg: format!(
-                "`{k}` cannot be set or swept: use one of the preset's parameters (`kind` and `name` are fixed by `preset`/`name`)"
+                "`{k}` cannot be set or swept: use one of the preset's parameters, or `field.subfield` inside one (`kind` and `name` are fixed by `preset`/`name`)"
             ),
         });
     }
     Ok(())
+}
+
+/// Set `path` (`field`, or `field.subfield…` into nested maps, made where missing or not
+/// a map) of a preset's map to `v`.
+fn insert_field(map: &mut Mapping, path: &str, v: Value) {
+    match path.split_once('.') {
+        None => {
+            map.insert(path.into(), v);
+        }
+        Some((head, rest)) => {
+            let inner = map.entry(head.into()).or_insert_with(|| Value::Mapping(Mapping::new()));
+            if !inner.is_mapping() {
+                *inner = Value::Mapping(Mapping::new());
+            }
+            insert_field(inner.as_mapping_mut().expect("made a map"), rest, v);
+        }
+    }
 }
 
 /// A value as ids and columns show it: scalars as written (∞ as `inf`), others as JSON.
