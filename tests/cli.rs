@@ -685,12 +685,16 @@ fn an_allocation_failure_is_one_clear_line() {
     assert!(err.starts_with("error: out of memory: an allocation of ") && err.contains("--dry-run"), "{err}");
 }
 
-/// A library front end (the Python package) gets results back, so it is refused a
-/// `--dry-run`, whose plan only the command line prints.
+/// In process, a reproduction returns its results directory and a dry run its plan:
+/// `reproduce_args` refuses `--dry-run`, `reproduce_plan_args` gives the plan.
 #[test]
-fn reproduce_in_process_refuses_a_dry_run() {
+fn reproduce_in_process_plans_apart_from_running() {
     let front = fgl_sim::cli::Front { stop: Default::default(), progress: None };
-    let args: Vec<String> = ["ec-lda", "--dataset", "synthetic", "--dry-run"].map(String::from).to_vec();
-    let e = fgl_sim::cli::reproduce_args(&args, &front).unwrap_err().to_string();
-    assert!(e.contains("--dry-run") && e.contains("command line"), "{e}");
+    let args: Vec<String> = ["ec-lda", "--dataset", "synthetic", "--part", "table", "--seeds", "1"].map(String::from).to_vec();
+    let with_flag: Vec<String> = args.iter().cloned().chain(["--dry-run".to_string()]).collect();
+    let e = fgl_sim::cli::reproduce_args(&with_flag, &front).unwrap_err().to_string();
+    assert!(e.contains("--dry-run") && e.contains("reproduce_plan_args"), "{e}");
+    let plan = fgl_sim::cli::reproduce_plan_args(&args).unwrap();
+    assert!(plan.starts_with("reproduce ec-lda on synthetic: 1 part(s), 6 runs"), "{plan}");
+    assert_eq!(fgl_sim::cli::reproduce_plan_args(&with_flag).unwrap(), plan);
 }

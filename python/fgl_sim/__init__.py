@@ -294,7 +294,7 @@ def matrix(
     return frame
 
 
-def reproduce(paper: str, *, quiet: bool = False, **options: Any) -> pd.DataFrame:
+def reproduce(paper: str, *, quiet: bool = False, **options: Any) -> Union[pd.DataFrame, str]:
     """Reproduce a paper's table (``fgl-sim reproduce PAPER``) and return ``reproduce.csv``.
 
     ``paper``: ``ec-lda``, ``lpgnn``, ``rgnn``, ``solitude``, or a table file's path (a
@@ -302,7 +302,9 @@ def reproduce(paper: str, *, quiet: bool = False, **options: Any) -> pd.DataFram
     flags with ``_`` for ``-``: ``reproduce("rgnn", dataset="cora", runs=2,
     setting=["centralized"], epochs=5, out="results/rgnn")``; a list repeats the flag, ``True``
     gives a bare flag. The results directory is in ``frame.attrs["results_dir"]``.
+    With ``dry_run=True`` nothing runs: the plan ``--dry-run`` prints is returned, as a string.
     """
+    dry_run = options.pop("dry_run", False)
     words = ["table", os.fspath(paper)] if _is_table_file(paper) else [paper]
     for key, value in options.items():
         flag = "--" + key.replace("_", "-")
@@ -314,6 +316,8 @@ def reproduce(paper: str, *, quiet: bool = False, **options: Any) -> pd.DataFram
                 continue
             else:
                 words += [flag, os.fspath(v) if isinstance(v, os.PathLike) else str(v)]
+    if dry_run:
+        return _native.reproduce_plan(words)
     dir = _with_bar("run", quiet, lambda hook: _native.reproduce(words, progress=hook))
     frame = pd.read_csv(Path(dir) / "reproduce.csv")
     frame.attrs["results_dir"] = dir

@@ -54,6 +54,9 @@ def matrix(
 def reproduce(args: Sequence[str], *, progress: Progress = None) -> str:
     """``fgl-sim reproduce ARGS…``; returns the results directory."""
 
+def reproduce_plan(args: Sequence[str]) -> str:
+    """``fgl-sim reproduce ARGS… --dry-run``; returns the plan it prints."""
+
 def privacy(args: Sequence[str]) -> str:
     """``fgl-sim privacy epsilon|sigma ARGS… --json``; returns the JSON."""
 

@@ -276,6 +276,12 @@ fn reproduce(py: Python<'_>, args: Vec<String>, progress: Option<Bound<'_, PyAny
     Ok(dir.display().to_string())
 }
 
+/// `fgl-sim reproduce ARGS… --dry-run`: the plan it prints (nothing runs or is written).
+#[pyfunction]
+fn reproduce_plan(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
+    py.detach(|| fgl_sim::cli::reproduce_plan_args(&args)).map_err(to_py)
+}
+
 /// `fgl-sim privacy epsilon|sigma ARGS… --json`: the JSON it prints.
 #[pyfunction]
 fn privacy(args: Vec<String>) -> PyResult<String> {
@@ -434,6 +440,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(resume, m)?)?;
     m.add_function(wrap_pyfunction!(matrix, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce_plan, m)?)?;
     m.add_function(wrap_pyfunction!(privacy, m)?)?;
     m.add_function(wrap_pyfunction!(datasets, m)?)?;
     m.add_function(wrap_pyfunction!(presets, m)?)?;

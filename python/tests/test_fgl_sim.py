@@ -205,6 +205,11 @@ def test_reproduce_returns_its_csv(cli, tmp_path):
     expected = pd.read_csv(tmp_path / "cli" / "reproduce.csv")
     pd.testing.assert_frame_equal(frame, expected)
     assert frame.attrs["results_dir"] == str(tmp_path / "py")
+    # dry_run: the plan the command line prints, nothing run or written.
+    plan = fgl_sim.reproduce("rgnn", out=tmp_path / "plan", dry_run=True, **flags)
+    cli_plan = cli("reproduce", "rgnn", "--runs", 1, "--setting", "centralized", "--cell", "non-private", "--cell", "rgnn-y3", "--epochs", 2, "--out", tmp_path / "plan", "--dry-run")
+    assert plan == cli_plan.stdout and "setting `centralized`: 2 cells × 1 runs" in plan, plan
+    assert not (tmp_path / "plan").exists()
     with pytest.raises(FglSimError, match="--nonsense"):
         fgl_sim.reproduce("rgnn", nonsense=1)
     with pytest.raises(FglSimError):

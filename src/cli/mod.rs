@@ -771,10 +771,26 @@ pub fn reproduce_args(args: &[String], front: &Front) -> Result<PathBuf> {
     match parse_in_process("reproduce", args)? {
         Command::Reproduce { paper } => match reproduce(paper, front)? {
             Reproduced::Ran(dir) => Ok(dir),
-            Reproduced::Planned(_) => Err(Error::param(
-                "--dry-run",
-                "prints a plan on the command line (`fgl-sim reproduce … --dry-run`); it has no results to return here",
-            )),
+            Reproduced::Planned(_) => {
+                Err(Error::param("--dry-run", "gives a plan, not results: use reproduce_plan_args (the command line prints it)"))
+            }
+        },
+        _ => unreachable!("parsed as `reproduce`"),
+    }
+}
+
+/// `fgl-sim reproduce ARGS… --dry-run` in process (`--dry-run` added if missing): the
+/// plan the command line prints.
+pub fn reproduce_plan_args(args: &[String]) -> Result<String> {
+    let mut args = args.to_vec();
+    if !args.iter().any(|a| a == "--dry-run") {
+        args.push("--dry-run".into());
+    }
+    let front = Front { stop: Default::default(), progress: None };
+    match parse_in_process("reproduce", &args)? {
+        Command::Reproduce { paper } => match reproduce(paper, &front)? {
+            Reproduced::Planned(plan) => Ok(plan),
+            Reproduced::Ran(_) => unreachable!("--dry-run plans"),
         },
         _ => unreachable!("parsed as `reproduce`"),
     }
