@@ -26,7 +26,7 @@ use crate::data::Dataset;
 use crate::data::Task;
 use crate::data::link_split::{MAX_TRAIN_NEGATIVES, Negatives};
 use crate::data::synthetic::SyntheticConfig;
-use crate::defenses::RunSize;
+use crate::defenses::{RunSize, training_seconds};
 use crate::model::Arch;
 use crate::scenario::Scenario;
 
@@ -320,15 +320,15 @@ pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
     // output is dense.
     let (n, e) = (size.nodes, size.edges);
     let run = run_size(s, size, 1);
+    let hints: Vec<_> = s.defenses.iter().map(|d| d.spec.cost(&run)).collect();
     let nnz = match size.feature_dim {
         0.0 => n,
-        d if s.defenses.iter().any(|x| x.spec.cost(&run).dense_features) => n * d,
+        d if hints.iter().any(|h| h.dense_features) => n * d,
         _ => size.feature_values,
     };
     let m = &s.model;
     // Hidden outputs: every layer's with an FC head on top, all but the last without.
-    let hidden_outputs = if m.head { m.layers } else { m.layers.saturating_sub(1) }.max(1);
-    let widths: Vec<f64> = (0..hidden_outputs).map(|i| m.hidden.width(i) as f64).collect();
+    let widths: Vec<f64> = (0..m.hidden_outputs().max(1)).map(|i| m.hidden.width(i) as f64).collect();
     // GAT: every head's columns, and per arc ≈ 9× GCN's work (both endpoints gathered,
     // the attention scores, their softmax and all of it again backward); SAGE: two
     // weight products (the node's own and its neighbours'); each with more work per
@@ -349,12 +349,11 @@ pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
     // plus drawing it.
     let w = pair_width(s);
     let pairs = link_pairs_per_client(s, size, run.clients) * run.clients;
-    let pair_seconds = pairs * (3.0 * (w * w + 4.0 * w) / 1.46e10 + PAIR_SECONDS);
+    let pair_seconds = pairs * (training_seconds(w * w + 4.0 * w) + PAIR_SECONDS);
     let epochs = (s.federation.rounds * s.train.epochs) as f64;
     let rounds = s.federation.rounds as f64;
     let (mut factor, mut extra) = (1.0, 0.0);
-    for d in &s.defenses {
-        let hint = d.spec.cost(&run);
+    for hint in &hints {
         factor *= hint.factor;
         extra += epochs * hint.seconds_per_epoch + rounds * hint.seconds_per_round;
     }
@@ -378,7 +377,7 @@ pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
     // (3.1 and 8.9 s measured) and checked on 10 (3.85 s measured, 3.8 modelled); the
     // defenses' and attacks' factors from the shipped Cora matrix's runs.
     let client_epoch = 2e-4 + per_parameter * run.parameters;
-    (epochs * (3.0 * epoch_work / 1.46e10 + pair_seconds + run.clients * client_epoch) * factor
+    (epochs * (training_seconds(epoch_work) + pair_seconds + run.clients * client_epoch) * factor
         + extra
         + attacks
         + rounds * 0.005

@@ -105,7 +105,7 @@ pub(super) fn check_noise(prefix: &str, z: Option<f64>, epsilon: Option<f64>) ->
 
 /// The noise multiplier of client-level DP over `rounds` rounds of Poisson sampling at
 /// rate q: `z` as given, or the smallest that spends at most `epsilon` (the
-/// subsampled-Gaussian accountant); checked as [`check_noise`].
+/// subsampled-Gaussian accountant); `z` and `epsilon` already passed [`check_noise`].
 pub(super) fn noise_multiplier(
     prefix: &str,
     z: Option<f64>,
@@ -115,7 +115,6 @@ pub(super) fn noise_multiplier(
     delta: f64,
     conversion: Conversion,
 ) -> Result<f64> {
-    check_noise(prefix, z, epsilon)?;
     match (z, epsilon) {
         (Some(z), _) => Ok(z),
         (None, Some(eps)) => {
@@ -126,7 +125,7 @@ pub(super) fn noise_multiplier(
                     Error::param(format!("{prefix}epsilon"), format!("no noise multiplier reaches ε = {eps} over {rounds} rounds at q = {q}: {e}"))
                 })
         }
-        (None, None) => unreachable!("checked"),
+        (None, None) => unreachable!("check_noise refuses it"),
     }
 }
 

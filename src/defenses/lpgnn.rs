@@ -69,7 +69,7 @@ impl super::DefenseConfig for LpgnnConfig {
         // node at narrow widths (measured on Cora, SAGE 2 × 16: 10 ms per epoch at
         // kx + ky = 20), plus the width's work at the forward-and-backward rate.
         let width = run.widths / run.layers.max(1) as f64;
-        let step = (2.0 * run.edges + run.nodes) * (3.5e-8 + 3.0 * width / 1.46e10);
+        let step = (2.0 * run.edges + run.nodes) * (3.5e-8 + super::training_seconds(width));
         super::CostHint { seconds_per_epoch: (self.kx + self.ky) as f64 * step, ..Default::default() }
     }
 

@@ -55,6 +55,13 @@ pub struct RunSize {
     pub parameters: f64,
 }
 
+/// Seconds of forward and backward over `work` multiply-adds on this project's 2-core
+/// machine: ≈ 3× the work at ≈ 15 GFLOP/s (the time model's calibration,
+/// [`crate::estimate::seconds`]), for cost hints that add work of their own.
+pub fn training_seconds(work: f64) -> f64 {
+    3.0 * work / 1.46e10
+}
+
 /// A defense's time relative to plain training (the epochs take `factor` times as long,
 /// plus `seconds_per_epoch` of work of its own) and what it adds to the run's memory.
 #[derive(Debug, Clone, Copy, PartialEq)]

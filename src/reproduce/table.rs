@@ -905,6 +905,11 @@ impl Planned<'_> {
     fn stem(table: &PaperTable, opts: &TableOptions, g: &Group) -> String {
         format!("reproduce-{}-{}-{}", table.spec.paper, opts.dataset, g.name())
     }
+
+    /// The results directory's stem (`results/<stem>-<time>` unless `--out`).
+    fn results_stem(table: &PaperTable, opts: &TableOptions, variant: &Variant) -> String {
+        format!("reproduce-{}-{}{}", table.spec.paper, opts.dataset, variant.stem_suffix)
+    }
 }
 
 /// Every run of every group of `table`, built (scenarios parsed and checked) without
@@ -984,7 +989,7 @@ fn build<'a>(table: &'a PaperTable, opts: &TableOptions, variant: &Variant) -> R
 /// or trained.
 pub fn plan(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Option<&Path>) -> Result<String> {
     let p = build(table, opts, variant)?;
-    let stem = format!("reproduce-{}-{}{}", table.spec.paper, opts.dataset, variant.stem_suffix);
+    let stem = Planned::results_stem(table, opts, variant);
     let dir = out.map_or_else(|| Path::new("results").join(format!("{stem}-<time>")), Path::to_path_buf);
     let runs: usize = p.built.iter().map(Vec::len).sum::<usize>() * opts.runs;
     let kind = if table.spec.parts.is_empty() { "setting" } else { "part" };
@@ -1045,7 +1050,7 @@ pub fn run(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opti
     }
     let scenario_rounds = first.2.scenario.federation.rounds;
     let models: Vec<String> = built.iter().flatten().map(|j| j.1.clone()).collect();
-    let stem = format!("reproduce-{}-{}{}", spec.paper, opts.dataset, variant.stem_suffix);
+    let stem = Planned::results_stem(table, opts, variant);
     let (dir, results_dir) = super::claim(out, &stem, force)?;
 
     let quiet = RunOptions { quiet: true, ..opts.run.clone() };
