@@ -368,12 +368,12 @@ pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
         (false, crate::partition::Method::Louvain) => 1.2 * (e / 5e5).powf(1.6),
         _ => 0.0,
     };
-    // Calibrated on this project's 2-core Zen 5 machine, one run per core (2026-11-26,
-    // one thread, nothing else running): forward and backward ≈ 3× the work at ≈ 15
-    // GFLOP/s; per client-epoch 0.2 ms fixed and (GCN) 1.4 ns per model parameter (the dense
-    // weight gradients and the optimizer step pass over every parameter however small the
-    // client: 1.3 ms on EC-LDA's 767 k-parameter Cora model); 5 ms of server work per
-    // round. Fitted to EC-LDA's Cora GCN setting over 20 rounds with 5 and 50 clients
+    // Calibrated on this project's 2-core AMD EPYC machine (AVX2, no AVX-512), one run
+    // per core (2026-11-26, one thread, nothing else running): forward and backward ≈ 3×
+    // the work at ≈ 15 GFLOP/s; per client-epoch 0.2 ms fixed and (GCN) 1.4 ns per model
+    // parameter (the dense weight gradients and the optimizer step pass over every
+    // parameter however small the client: 1.3 ms on EC-LDA's 767 k-parameter Cora
+    // model); 5 ms of server work per round. Fitted to EC-LDA's Cora GCN setting over 20 rounds with 5 and 50 clients
     // (3.1 and 8.9 s measured) and checked on 10 (3.85 s measured, 3.8 modelled); the
     // defenses' and attacks' factors from the shipped Cora matrix's runs.
     let client_epoch = 2e-4 + per_parameter * run.parameters;

@@ -160,11 +160,11 @@ impl Level {
                 }
                 dirty[i] = false;
                 evaluated += 1;
-                scanned += self.indptr[i + 1] - self.indptr[i];
+                let (lo, hi) = (self.indptr[i], self.indptr[i + 1]);
+                scanned += hi - lo;
                 let ki = self.strength[i];
                 let scale = gamma * ki / m2;
                 let ci = comm[i] as usize;
-                let (lo, hi) = (self.indptr[i], self.indptr[i + 1]);
                 // The communities first: independent loads, which overlap. Then a community
                 // is listed when first seen without branching on its loaded weight (the
                 // mispredicted branch serialised the cache misses).
@@ -213,7 +213,7 @@ impl Level {
                 members.insert(i, best);
                 terms[ci] = term(inn[ci], f64::from(tally[ci].tot));
                 terms[best] = term(inn[best], f64::from(tally[best].tot));
-                let cost = 1 + self.indptr[i + 1] - self.indptr[i];
+                let cost = 1 + hi - lo;
                 size[ci] -= cost;
                 size[best] += cost;
                 // The node and its neighbours; then whom the two Σtot changes can sway.
