@@ -1,5 +1,5 @@
 //! `fgl-sim matrix`: expansion of the axes, bad files, failing cells, `--jobs`
-//! independence, kill + resume, emitted jobs + `--collect`, and the HTML report in a real
+//! independence, kill + resume, slices by `--only`, emitted jobs + `--collect`, and the HTML report in a real
 //! headless browser.
 
 use std::path::{Path, PathBuf};
@@ -316,6 +316,48 @@ fn a_killed_matrix_resumes_and_ends_as_an_uninterrupted_one() {
         assert!(err.contains("18 finished run(s) were produced by a different scenario") && err.contains("another --out"), "{err}");
     }
     assert_eq!(csv_without_timings(&whole), before, "nothing written");
+}
+
+/// `--only` runs a slice: the selected cells' runs alone, the report over every cell (the
+/// rest missing); slices then the whole give the uninterrupted matrix's numbers, and a
+/// selection of nothing is refused before anything is written.
+#[test]
+fn slices_chosen_by_only_add_up_to_the_whole_matrix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = write(
+        tmp.path(),
+        "m.yaml",
+        &format!("{BASE}attacks: [lda, uniform]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1, 4]}}}}]\nseeds: 1\n"),
+    );
+    let (sliced, whole) = (tmp.path().join("sliced"), tmp.path().join("whole"));
+    let plan = matrix_cmd(&f, &sliced, &["--dry-run", "--only", "defense=none", "--only", "attack=uniform"]);
+    let said = String::from_utf8_lossy(&plan.stdout);
+    assert!(said.contains("1 cell(s) selected by --only") && said.contains("attack=uniform,defense=none\n"), "{said}");
+    assert_eq!(said.matches("defense=").count(), 1, "the plan lists the selected cells alone: {said}");
+    for bad in ["defence=none", "defense=dp-fedavg", "defense"] {
+        let o = matrix_cmd(&f, &sliced, &["--only", bad]);
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--only"), "{err}");
+        assert!(!sliced.exists(), "nothing written for `--only {bad}`");
+    }
+    let o = matrix_cmd(&f, &sliced, &["--only", "defense=none"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 run(s) in"), "{}", String::from_utf8_lossy(&o.stdout));
+    let cells: Vec<String> = run_dirs(&sliced).into_iter().map(|(c, _, _)| c).collect();
+    assert_eq!(cells, ["attack=lda,defense=none", "attack=uniform,defense=none"]);
+    let csv = csv_without_timings(&sliced);
+    assert_eq!(csv.len(), 7, "the report covers every cell");
+    assert_eq!(csv.iter().filter(|r| r.contains(",missing,")).count(), 4, "{csv:?}");
+    let o = matrix_cmd(&f, &sliced, &["--only", "defense.epsilon=4"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("2 run(s) in"), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = matrix_cmd(&f, &sliced, &[]);
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("2 run(s) in") && String::from_utf8_lossy(&o.stdout).contains("(4 already finished)")
+    );
+    let o = matrix_cmd(&f, &whole, &[]);
+    assert!(o.status.success());
+    assert_eq!(csv_without_timings(&sliced), csv_without_timings(&whole));
 }
 
 #[test]

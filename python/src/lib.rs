@@ -231,7 +231,7 @@ fn run_options(
 /// directory, runs made, runs already finished, runs failed, wall seconds, the CLI's
 /// failure message if some failed).
 #[pyfunction]
-#[pyo3(signature = (path, *, out=None, data_dir=None, jobs=None, checkpoint_every=None, max_memory=None, progress=None))]
+#[pyo3(signature = (path, *, out=None, data_dir=None, jobs=None, checkpoint_every=None, max_memory=None, only=Vec::new(), progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn matrix(
     py: Python<'_>,
@@ -241,12 +241,14 @@ fn matrix(
     jobs: Option<usize>,
     checkpoint_every: Option<usize>,
     max_memory: Option<String>,
+    only: Vec<String>,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(String, usize, usize, usize, f64, Option<String>)> {
     if jobs == Some(0) {
         return Err(FglSimError::new_err("invalid parameter `jobs`: at least 1 run at a time"));
     }
     let m = fgl_sim::matrix::Matrix::load(&path).map_err(to_py)?;
+    let only = fgl_sim::matrix::select::Selection::parse(&only).map_err(to_py)?;
     let max_memory = self::max_memory(max_memory.as_deref())?;
     let data_dir = self::data_dir(data_dir);
     let o = supervise(py, progress.as_ref(), move |stop, hook| {
@@ -259,6 +261,7 @@ fn matrix(
             stop: Some(stop),
             max_memory,
             progress: hook,
+            only,
         };
         fgl_sim::cli::run_matrix(&m, &opts)
     })?;

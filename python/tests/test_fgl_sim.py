@@ -185,6 +185,13 @@ def test_quick_matrix_into_a_dataframe_as_in_a_notebook(cli, tmp_path):
     assert cells.attrs["results_dir"] == str(tmp_path / "py")
     assert cells.attrs["ran"] == 42 and cells.attrs["failed"] == 0
     assert (tmp_path / "py" / "report.html").exists()
+    # `only` runs a slice (here 2 cells × 3 seeds), as `--only`, the report over every cell.
+    part = fgl_sim.matrix("scenarios/matrix/quick.yaml", out=tmp_path / "part", quiet=True, only={"defense": "none"})
+    assert part.attrs["ran"] == 6 and (part["status"] == "missing").sum() == 54
+    part = fgl_sim.matrix("scenarios/matrix/quick.yaml", out=tmp_path / "part", quiet=True, only={"defense.epsilon": [0.5, 8]})
+    assert part.attrs["ran"] == 24 and part.attrs["skipped"] == 0
+    with pytest.raises(FglSimError, match="no column `defence`"):
+        fgl_sim.matrix("scenarios/matrix/quick.yaml", out=tmp_path / "part", quiet=True, only={"defence": "none"})
     # What a notebook does next: attack × defense means.
     table = cells.groupby(["scored_attack", "defense"])["cos_sim"].mean().unstack()
     assert set(table.index) == {"ec-lda", "lda", "uniform"}

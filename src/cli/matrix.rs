@@ -15,11 +15,12 @@ pub(super) fn matrix_cmd(
     if dry_run {
         let plan = matrix::plan(m, opts)?;
         println!(
-            "matrix `{}`: {} cells × {} seed(s) = {} runs; results in {}",
+            "matrix `{}`: {} cells × {} seed(s) = {} runs{}; results in {}",
             m.name,
             m.cells.len(),
             m.seeds.len(),
             m.runs().len(),
+            if opts.only.is_all() { String::new() } else { format!(", {} cell(s) selected by --only", plan.lines.len()) },
             out.display()
         );
         print!("{}", plan.table());

@@ -133,6 +133,11 @@ enum Command {
         /// Build the report from the run directories under <out>, wherever they were produced.
         #[arg(long)]
         collect: bool,
+        /// Run (or with --dry-run plan) only the cells whose COLUMN takes one of the values
+        /// (repeatable: every column named at once; e.g. `--only defense=secagg,dp-fedavg`);
+        /// the report still covers every cell, and a later run without it does the rest.
+        #[arg(long, value_name = "COLUMN=VALUE[,VALUE…]", conflicts_with_all = ["emit_jobs", "collect"])]
+        only: Vec<String>,
         /// Save each run's state every N rounds under <out>/checkpoints/ (Ctrl-C / SIGTERM
         /// always save the runs in progress); a rerun goes on from them.
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -656,7 +661,7 @@ fn dispatch(command: Command) -> Result<()> {
             }
             Ok(())
         }
-        Command::Matrix { file, data, out, jobs, dry_run, emit_jobs, collect, checkpoint_every, max_memory, quiet } => {
+        Command::Matrix { file, data, out, jobs, dry_run, emit_jobs, collect, only, checkpoint_every, max_memory, quiet } => {
             if jobs == Some(0) {
                 return Err(Error::param("--jobs", "at least 1 run at a time"));
             }
@@ -670,6 +675,7 @@ fn dispatch(command: Command) -> Result<()> {
                 stop: Some(stop_on_signals()),
                 max_memory: max_memory.or_else(crate::estimate::default_max_memory),
                 progress: Default::default(),
+                only: crate::matrix::select::Selection::parse(&only)?,
             };
             matrix::matrix_cmd(&m, &opts, dry_run, emit_jobs, collect)
         }

@@ -5,6 +5,7 @@
 //! - [`store`]: one directory per run, written whole or not at all;
 //! - this file: running the missing runs, several at once, with progress; the estimate
 //!   of `--dry-run`;
+//! - [`select`]: `--only`, the slice of the cells to run;
 //! - [`jobs`]: `--emit-jobs`, the runs as `fgl-sim run` commands for other schedulers;
 //! - [`report`] (with [`figures`] and [`html`]): the report, from the run directories alone.
 
@@ -12,6 +13,7 @@ pub mod figures;
 pub mod html;
 pub mod jobs;
 pub mod report;
+pub mod select;
 pub mod spec;
 pub mod stats;
 pub mod store;
@@ -100,6 +102,9 @@ pub struct MatrixOptions {
     /// A caller's hook, told (runs finished, runs to do) after each run (the Python
     /// package's progress bar); the bar on a terminal is drawn either way.
     pub progress: Progress,
+    /// `--only`: run (and plan) the selected cells' runs alone; the report still covers
+    /// every cell.
+    pub only: select::Selection,
 }
 
 impl MatrixOptions {
@@ -146,6 +151,7 @@ fn execute_sized(
     cost: &(dyn Fn(usize) -> u32 + Sync),
     sizes: &[Option<crate::estimate::DataSize>],
 ) -> Result<Outcome> {
+    opts.only.check(m)?;
     let out = out.to_path_buf();
     if out.exists() && !out.is_dir() {
         return Err(Error::output(&out, "exists and is not a directory"));
@@ -155,9 +161,12 @@ fn execute_sized(
     let _lock = crate::results::DirLock::acquire(&out)?;
     store::remove_leftovers(&out);
     let all = m.runs();
-    let todo: Vec<(usize, u64)> =
-        all.iter().copied().filter(|&(c, s)| record::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished).collect();
-    let skipped = all.len() - todo.len();
+    let todo: Vec<(usize, u64)> = all
+        .iter()
+        .copied()
+        .filter(|&(c, s)| opts.only.selects(m, c) && record::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished)
+        .collect();
+    let skipped = all.iter().filter(|&&(c, _)| opts.only.selects(m, c)).count() - todo.len();
     let jobs = opts.jobs.unwrap_or_else(backend::available_cores).max(1);
     // `jobs` workers at most, each with its share of the cores (`--jobs 1` on 2 cores:
     // one run at a time on 2 threads; it used to start 2 runs of 1 thread, as `--jobs 2`).
@@ -315,13 +324,14 @@ impl Plan {
 /// The cells, the runs each still needs, and an estimate of their time: from the
 /// finished runs of the same cell where there are any, else from [`estimates`].
 pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
+    opts.only.check(m)?;
     let rows = stats::collect(m, &opts.out_dir(m))?;
     let sizes = sizes(m, opts);
     let jobs = opts.jobs.unwrap_or_else(backend::available_cores).max(1);
     let threads = (backend::available_cores() / jobs).max(1);
     let mut lines = Vec::new();
     let mut measured = 0;
-    for (c, (cell, size)) in m.cells.iter().zip(&sizes).enumerate() {
+    for (c, (cell, size)) in m.cells.iter().zip(&sizes).enumerate().filter(|(c, _)| opts.only.selects(m, *c)) {
         let model = size.map(|size| crate::estimate::seconds(&cell.scenario, &size));
         let memory = size.map(|size| crate::estimate::memory(&cell.scenario, &size, threads).bytes());
         let done: Vec<f64> = rows.iter().filter(|r| r.cell == c).filter_map(|r| Some(r.metrics.as_ref()?.total_seconds)).collect();

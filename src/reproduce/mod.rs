@@ -81,6 +81,7 @@ pub(crate) fn matrix_options(opts: RunOptions, out: Option<PathBuf>) -> MatrixOp
         stop: opts.stop,
         max_memory: opts.max_memory,
         progress: opts.progress.unwrap_or_default(),
+        only: Default::default(),
     }
 }
 
