@@ -377,7 +377,9 @@ pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
     // (3.1 and 8.9 s measured) and checked on 10 (3.85 s measured, 3.8 modelled); the
     // defenses' and attacks' factors from the shipped Cora matrix's runs.
     let client_epoch = 2e-4 + per_parameter * run.parameters;
-    (epochs * (training_seconds(epoch_work) + pair_seconds + run.clients * client_epoch) * factor
+    // Only a round's sampled clients train: their share of the graph, and their count.
+    let sampled = (run.clients_per_round / run.clients).min(1.0);
+    (epochs * (sampled * (training_seconds(epoch_work) + pair_seconds) + run.clients_per_round * client_epoch) * factor
         + extra
         + attacks
         + rounds * 0.005
@@ -450,6 +452,14 @@ mod tests {
         assert!((secagg - 10.0 * 4.0 * 4.0 * per_stream).abs() < 1e-12, "{secagg}");
         let plus = cost("defenses: [{kind: secagg, neighbors: 2}]\n") - plain;
         assert!((plus - 10.0 * 4.0 * 3.0 * per_stream).abs() < 1e-12, "{plus}");
+        // Client sampling: a tenth of the clients per round train a tenth of the graph
+        // (fixed round size or Poisson alike); the rest of the run is unchanged.
+        for sampling in [crate::fed::Sampling::Fixed, crate::fed::Sampling::Poisson] {
+            let mut s = scenario("");
+            (s.federation.client_fraction, s.federation.sampling) = (0.25, sampling);
+            let sampled = seconds(&s, &size());
+            assert!((sampled - fixed - 0.25 * (plain - fixed)).abs() < 1e-9, "{sampling:?}: {sampled} vs {plain}");
+        }
         // A centralized run has no Louvain; a larger graph's Louvain grows faster than it.
         let mut centralized = scenario("");
         centralized.federation.centralized = true;

@@ -318,6 +318,22 @@ fn a_killed_matrix_resumes_and_ends_as_an_uninterrupted_one() {
     assert_eq!(csv_without_timings(&whole), before, "nothing written");
 }
 
+/// Every matrix shipped under scenarios/matrix/ expands into valid cells (checked
+/// without the data: a Cora matrix loads on a machine without Cora).
+#[test]
+fn every_shipped_matrix_expands() {
+    let mut n = 0;
+    for entry in std::fs::read_dir("scenarios/matrix").unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            let m = Matrix::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(!m.cells.is_empty() && !m.seeds.is_empty(), "{}", path.display());
+            n += 1;
+        }
+    }
+    assert!(n >= 3, "{n} matrix files");
+}
+
 /// `--only` runs a slice: the selected cells' runs alone, the report over every cell (the
 /// rest missing); slices then the whole give the uninterrupted matrix's numbers, and a
 /// selection of nothing is refused before anything is written.
