@@ -640,7 +640,11 @@ fn attacks_that_need_each_update_are_left_out_behind_secure_aggregation() {
     let o = matrix_cmd(&f, &out, &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.contains("Attacks not run in some cells") && md.contains("`ilrg` needs each client's update"), "{md}");
+    // One line per reason, naming the attacks and the cells.
+    assert!(
+        md.contains("Attacks not run in some cells (`–` in their tables):\n\n- `ilrg`: needs each client's update; `secagg` shows the server only their aggregate — in `attack=lda+ilrg+uniform,defense=secagg`\n\n"),
+        "{md}"
+    );
     // Without such a defense, an impossible combination is still an error.
     let e = load(&format!("{BASE}attacks: [ilrg]\ndefenses: [{{kind: dp-fedavg, clip: 1, noise_multiplier: 1}}]\nsweep: {{federation.client_fraction: [0.5]}}\n")).unwrap_err();
     assert!(e.contains("federation.sampling"), "{e}");

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value as Json;
 
-use super::spec::{Cell, Matrix};
+use super::spec::Matrix;
 use super::stats::*;
 use super::{figures, html};
 use crate::atomic::write_file;
@@ -149,13 +149,31 @@ fn markdown(m: &Matrix, rows: &[Row], stats: &[CellStats], groups: &[Group], fig
         }
         s.push('\n');
     }
-    let omitted: Vec<&Cell> = m.cells.iter().filter(|c| !c.omitted.is_empty()).collect();
-    if !omitted.is_empty() {
-        s.push_str("Attacks not run in some cells (`–` in their tables):\n\n");
-        for c in omitted {
-            for (attack, why) in &c.omitted {
-                writeln!(s, "- `{}`: `{attack}` {why}", c.id).expect("string");
+    // One line per reason (a defense hiding the updates leaves out the same attacks in
+    // each of its cells): the attacks, why, and the cells.
+    let mut reasons: Vec<(&str, Vec<&str>, Vec<&str>)> = Vec::new();
+    for c in &m.cells {
+        for (attack, why) in &c.omitted {
+            let i = reasons.iter().position(|r| r.0 == why.as_str()).unwrap_or_else(|| {
+                reasons.push((why.as_str(), Vec::new(), Vec::new()));
+                reasons.len() - 1
+            });
+            let (_, attacks, cells) = &mut reasons[i];
+            if !attacks.contains(&attack.as_str()) {
+                attacks.push(attack);
             }
+            if cells.last() != Some(&c.id.as_str()) {
+                cells.push(&c.id);
+            }
+        }
+    }
+    if !reasons.is_empty() {
+        s.push_str("Attacks not run in some cells (`–` in their tables):\n\n");
+        for (why, attacks, cells) in reasons {
+            let attacks: Vec<String> = attacks.iter().map(|a| format!("`{a}`")).collect();
+            let cells: Vec<String> = cells.iter().map(|c| format!("`{c}`")).collect();
+            let each = if attacks.len() > 1 { "each " } else { "" };
+            writeln!(s, "- {}: {each}{why} — in {}", attacks.join(", "), cells.join(", ")).expect("string");
         }
         s.push('\n');
     }
