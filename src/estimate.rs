@@ -352,10 +352,12 @@ pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
     let pair_seconds = pairs * (training_seconds(w * w + 4.0 * w) + PAIR_SECONDS);
     let epochs = (s.federation.rounds * s.train.epochs) as f64;
     let rounds = s.federation.rounds as f64;
+    // Only a round's sampled clients train: their share of the graph, and their count.
+    let sampled = (run.clients_per_round / run.clients).min(1.0);
     let (mut factor, mut extra) = (1.0, 0.0);
     for hint in &hints {
         factor *= hint.factor;
-        extra += epochs * hint.seconds_per_epoch + rounds * hint.seconds_per_round;
+        extra += epochs * sampled * hint.seconds_per_epoch + rounds * hint.seconds_per_round;
     }
     // Server work of the attacks, per run, measured on EC-LDA's Cora model and scaled by
     // the parameters they read (the quick matrix's 850-parameter model: next to nothing).
@@ -377,8 +379,6 @@ pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
     // (3.1 and 8.9 s measured) and checked on 10 (3.85 s measured, 3.8 modelled); the
     // defenses' and attacks' factors from the shipped Cora matrix's runs.
     let client_epoch = 2e-4 + per_parameter * run.parameters;
-    // Only a round's sampled clients train: their share of the graph, and their count.
-    let sampled = (run.clients_per_round / run.clients).min(1.0);
     (epochs * (sampled * (training_seconds(epoch_work) + pair_seconds) + run.clients_per_round * client_epoch) * factor
         + extra
         + attacks
@@ -454,11 +454,15 @@ mod tests {
         assert!((plus - 10.0 * 4.0 * 3.0 * per_stream).abs() < 1e-12, "{plus}");
         // Client sampling: a tenth of the clients per round train a tenth of the graph
         // (fixed round size or Poisson alike); the rest of the run is unchanged.
+        // A defense's own work per epoch (Solitude's calibration) is over every client's
+        // part of the graph: the sampled share of it too.
         for sampling in [crate::fed::Sampling::Fixed, crate::fed::Sampling::Poisson] {
-            let mut s = scenario("");
-            (s.federation.client_fraction, s.federation.sampling) = (0.25, sampling);
-            let sampled = seconds(&s, &size());
-            assert!((sampled - fixed - 0.25 * (plain - fixed)).abs() < 1e-9, "{sampling:?}: {sampled} vs {plain}");
+            for (defense, all) in [("", plain), ("defenses: [solitude]\n", solitude)] {
+                let mut s = scenario(defense);
+                (s.federation.client_fraction, s.federation.sampling) = (0.25, sampling);
+                let sampled = seconds(&s, &size());
+                assert!((sampled - fixed - 0.25 * (all - fixed)).abs() < 1e-9, "{sampling:?} {defense}: {sampled} vs {all}");
+            }
         }
         // A centralized run has no Louvain; a larger graph's Louvain grows faster than it.
         let mut centralized = scenario("");

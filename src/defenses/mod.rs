@@ -63,7 +63,9 @@ pub fn training_seconds(work: f64) -> f64 {
 }
 
 /// A defense's time relative to plain training (the epochs take `factor` times as long,
-/// plus `seconds_per_epoch` of work of its own) and what it adds to the run's memory.
+/// plus `seconds_per_epoch` of work of its own over every client's part of the graph — a
+/// federation that samples clients pays the sampled share) and what it adds to the run's
+/// memory.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CostHint {
     pub factor: f64,
