@@ -55,7 +55,6 @@ impl Selection {
                 .iter()
                 .map(|(column, _)| {
                     let mut values: Vec<&str> = (0..m.cells.len()).filter_map(|c| m.param(c, column)).collect();
-                    values.dedup();
                     values.sort_unstable();
                     values.dedup();
                     format!("{column}: {}", values.join(", "))
