@@ -41,7 +41,7 @@ use crate::data::features::{DenseMatrix, Features};
 use crate::data::graph::Graph;
 use crate::error::{Error, Result};
 use crate::fed::{ClientContext, DataTransform, Defense};
-use crate::model::NodeClassifier;
+use crate::model::{GraphTensors, NodeClassifier};
 use crate::privacy::{Epsilon, PrivacyCost};
 use crate::rng::Rng;
 use crate::train::{ClientTensors, LocalData, LocalStats, LocalTrainer, NextTrainer, TrainCall, train_local_with};
@@ -354,23 +354,24 @@ impl LocalTrainer for Calibration {
         let plain = device.clone().without_autodiff();
         let column = |w: &[f32], device: &burn::tensor::Device| Tensor::<2>::from_data(TensorData::new(w.to_vec(), [entries, 1]), device);
         let base = data.graph.clone();
-        let mut refine = |model: &NodeClassifier, d: &ClientTensors| -> Option<ClientTensors> {
+        let mut refine = |model: &NodeClassifier, d: &ClientTensors, first: Tensor<2>| -> Option<GraphTensors> {
             // θ is fixed during these steps: its gradients (the dense X·W's above all, on
-            // perturbed features) would be computed and thrown away.
+            // perturbed features) would be computed and thrown away, and the first layer's
+            // X·W is the one the trainer shares (the same for every step here).
             let model = model.clone().no_grad();
             for _ in 0..c.adjacency_steps {
                 let w = column(&adjacency.weights, &device).require_grad();
                 let tensors = ClientTensors { graph: base.with_edge_weights(w.clone()), ..d.clone() };
                 // No dropout: the adjacency follows the model's deterministic prediction
                 // (the released code's model is in evaluation mode there).
-                let out = model.forward_with(&tensors.input, &tensors.graph, tensors.input_kprop, None);
+                let out = model.forward_from(&tensors.input, Some(first.clone()), &tensors.graph, tensors.input_kprop, None);
                 let grads = loss.loss(&out, &tensors)?.backward();
                 let grad: Vec<f32> = w.grad(&grads)?.into_data().convert::<f32>().try_to_vec::<f32>().ok()?;
                 adjacency.step(&grad, c);
             }
-            Some(ClientTensors { graph: base.with_edge_weights(column(&adjacency.weights, &plain)), ..d.clone() })
+            Some(base.with_edge_weights(column(&adjacency.weights, &plain)))
         };
-        Ok(train_local_with(model, data, cfg, loss, optim, rng, &mut refine))
+        Ok(train_local_with(model, data, cfg, loss, optim, rng, Some(&mut refine)))
     }
 
     /// Calibration spends nothing (post-processing); its line reports what it did.

@@ -207,7 +207,28 @@ impl NodeClassifier {
     /// on its features (a client-side defense such as LPGNN's KProp_x), on top of the
     /// model's own `kprop_steps`; training mode (dropout) when `rng` is given.
     pub fn forward_with(&self, input: &NodeInput, graph: &GraphTensors, input_kprop: usize, rng: Option<&mut Rng>) -> Output {
-        self.readout(self.embed(input, graph, input_kprop, rng))
+        self.forward_from(input, None, graph, input_kprop, rng)
+    }
+
+    /// The first layer's linear part X·W under these weights, before any propagation.
+    /// Forwards on the same input by the same weights can share it (dropout acts after
+    /// activations, never on X, so training and evaluation multiply alike): on dense
+    /// features (an LDP mechanism's output) it is most of a forward pass.
+    pub fn first_product(&self, input: &NodeInput) -> Tensor<2> {
+        self.convs[0].transform(input)
+    }
+
+    /// [`forward_with`](Self::forward_with) given `first` = [`first_product`](Self::first_product)
+    /// of `input` under these weights (`None`: computed here).
+    pub fn forward_from(
+        &self,
+        input: &NodeInput,
+        first: Option<Tensor<2>>,
+        graph: &GraphTensors,
+        input_kprop: usize,
+        rng: Option<&mut Rng>,
+    ) -> Output {
+        self.readout(self.embed(input, first, graph, input_kprop, rng))
     }
 
     /// Link prediction: one row per pair `(u, v)`: the product h_u ⊙ h_v of the
@@ -222,7 +243,20 @@ impl NodeClassifier {
         rng: Option<&mut Rng>,
         pairs: &Pairs,
     ) -> Output {
-        let x = self.embed(input, graph, input_kprop, rng);
+        self.forward_pairs_from(input, None, graph, input_kprop, rng, pairs)
+    }
+
+    /// [`forward_pairs`](Self::forward_pairs) given the [`first_product`](Self::first_product).
+    pub fn forward_pairs_from(
+        &self,
+        input: &NodeInput,
+        first: Option<Tensor<2>>,
+        graph: &GraphTensors,
+        input_kprop: usize,
+        rng: Option<&mut Rng>,
+        pairs: &Pairs,
+    ) -> Output {
+        let x = self.embed(input, first, graph, input_kprop, rng);
         let (u, v) = pairs;
         let pair = x.clone().select(0, u.clone()) * x.select(0, v.clone());
         match &self.pair_fc {
@@ -240,13 +274,20 @@ impl NodeClassifier {
     }
 
     /// The GNN layers' output for every node: what the head reads.
-    fn embed(&self, input: &NodeInput, graph: &GraphTensors, input_kprop: usize, mut rng: Option<&mut Rng>) -> Tensor<2> {
+    fn embed(
+        &self,
+        input: &NodeInput,
+        mut first: Option<Tensor<2>>,
+        graph: &GraphTensors,
+        input_kprop: usize,
+        mut rng: Option<&mut Rng>,
+    ) -> Tensor<2> {
         assert_eq!(input.num_nodes(), graph.num_nodes(), "input has {} rows for a graph of {} nodes", input.num_nodes(), graph.num_nodes());
         let depth = self.convs.len();
         let mut x = None;
         for (i, conv) in self.convs.iter().enumerate() {
             let mut h = match x.take() {
-                None => conv.transform(input),
+                None => first.take().unwrap_or_else(|| conv.transform(input)),
                 Some(prev) => conv.transform(&NodeInput::Dense(prev)),
             };
             if i == 0 {

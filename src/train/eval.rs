@@ -52,26 +52,34 @@ pub fn forward_eval(model: &NodeClassifier, data: &ClientTensors) -> Output {
 /// prediction the validation pairs over the training edges and the test pairs over the
 /// training and validation edges.
 pub fn forward_eval_on(model: &NodeClassifier, data: &ClientTensors, role: Role) -> Output {
+    forward_eval_from(model, data, role, None)
+}
+
+/// [`forward_eval_on`] given the model's [`first_product`](NodeClassifier::first_product)
+/// of `data.input` (`None`: computed here).
+pub fn forward_eval_from(model: &NodeClassifier, data: &ClientTensors, role: Role, first: Option<Tensor<2>>) -> Output {
+    let first = first.map(Tensor::without_autodiff);
     let pairs = data.link.as_ref().and_then(|l| match role {
         Role::Val => l.val.as_ref().map(|p| (p, &data.graph)),
         Role::Test => l.test.as_ref().map(|p| (p, &l.test_graph)),
         _ => None,
     });
     match pairs {
-        Some((p, graph)) => model.valid().forward_pairs(&data.input, graph, data.input_kprop, None, p),
-        None => forward_eval(model, data),
+        Some((p, graph)) => model.valid().forward_pairs_from(&data.input, first, graph, data.input_kprop, None, p),
+        None => model.valid().forward_from(&data.input, first, &data.graph, data.input_kprop, None),
     }
 }
 
 /// The training forward pass of one epoch (dropout from `rng`): every node, or in link
 /// prediction the training positives and negatives drawn afresh from `rng` (`None`
-/// without any).
-pub fn forward_train(model: &NodeClassifier, data: &ClientTensors, rng: &mut Rng) -> Option<Output> {
+/// without any). `first`: the model's [`first_product`](NodeClassifier::first_product)
+/// of `data.input`, when already computed.
+pub fn forward_train(model: &NodeClassifier, data: &ClientTensors, first: Option<Tensor<2>>, rng: &mut Rng) -> Option<Output> {
     match &data.link {
-        None => Some(model.forward_with(&data.input, &data.graph, data.input_kprop, Some(rng))),
+        None => Some(model.forward_from(&data.input, first, &data.graph, data.input_kprop, Some(rng))),
         Some(l) => {
             let pairs = l.train_pairs(rng)?;
-            Some(model.forward_pairs(&data.input, &data.graph, data.input_kprop, Some(rng), &pairs))
+            Some(model.forward_pairs_from(&data.input, first, &data.graph, data.input_kprop, Some(rng), &pairs))
         }
     }
 }

@@ -3,9 +3,10 @@
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::tensor::Tensor;
 
 use super::{
-    ClientTensors, HeadSteps, Loss, OptimizerKind, Selection, TrainConfig, accuracy, clip_global_norm, forward_eval_on, forward_train,
+    ClientTensors, HeadSteps, Loss, OptimizerKind, Selection, TrainConfig, accuracy, clip_global_norm, forward_eval_from, forward_train,
 };
 use crate::data::Role;
 use crate::model::{GraphTensors, NodeClassifier};
@@ -53,13 +54,19 @@ pub fn train_local(
     optim: &mut ModuleOptimizer,
     rng: &mut Rng,
 ) -> (NodeClassifier, LocalStats) {
-    train_local_with(model, data, cfg, loss_fn, optim, rng, &mut |_, _| None)
+    train_local_with(model, data, cfg, loss_fn, optim, rng, None)
 }
 
-/// [`train_local`] where the client may refine its graph after every model step
-/// (Solitude's learned adjacency): `refine(model, data)` returns the tensors the
-/// next epoch (and the model selection of this one) uses, or `None` to keep them. The
-/// graph of the kept epoch is returned in [`LocalStats::refined_graph`] when it changed.
+/// A client's refinement of its graph after each model step (Solitude's learned
+/// adjacency): given the stepped model, the epoch's tensors and the model's
+/// [`first_product`](NodeClassifier::first_product) of their input (detached: it is
+/// shared with the forwards that follow, and nothing here differentiates it), the graph
+/// the next epoch and this epoch's model selection use, or `None` to keep it.
+pub type Refine<'a> = &'a mut dyn FnMut(&NodeClassifier, &ClientTensors, Tensor<2>) -> Option<GraphTensors>;
+
+/// [`train_local`] where the client may refine its graph after every model step (see
+/// [`Refine`]). The graph of the kept epoch is returned in
+/// [`LocalStats::refined_graph`] when it changed.
 pub fn train_local_with(
     mut model: NodeClassifier,
     data: &ClientTensors,
@@ -67,16 +74,21 @@ pub fn train_local_with(
     loss_fn: &dyn Loss,
     optim: &mut ModuleOptimizer,
     rng: &mut Rng,
-    refine: &mut dyn FnMut(&NodeClassifier, &ClientTensors) -> Option<ClientTensors>,
+    mut refine: Option<Refine<'_>>,
 ) -> (NodeClassifier, LocalStats) {
     let mut stats = LocalStats::default();
     let mut selector = Selector::new(cfg.selection, data.label_keep);
     let mut best: Option<(NodeClassifier, Option<GraphTensors>)> = None;
     let mut current: Option<ClientTensors> = None;
     let wants_val_acc = matches!(cfg.selection, Selection::Lpgnn | Selection::ValAcc);
+    // The first layer's X·W under the current weights, computed once between two steps
+    // for every forward that needs it: the refinement's, model selection's and the next
+    // epoch's training forward (kept tracked for that one's backward). On dense features
+    // it is most of an epoch; sharing it changes no value.
+    let mut first: Option<Tensor<2>> = None;
     for epoch in 0..cfg.epochs {
         let d = current.as_ref().unwrap_or(data);
-        let Some(out) = forward_train(&model, d, &mut *rng) else { break };
+        let Some(out) = forward_train(&model, d, first.take(), &mut *rng) else { break };
         let Some(loss) = loss_fn.loss(&out, d) else { break };
         stats.epoch_losses.push(f64::from(loss.clone().into_scalar::<f32>()));
         // LPGNN measures train accuracy on the training pass itself (dropout on).
@@ -90,12 +102,16 @@ pub fn train_local_with(
             g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|b| grads.get::<1>(b.id)));
         }
         model = optim.step(cfg.lr, model, grads);
-        if let Some(next) = refine(&model, d) {
-            current = Some(next);
+        if let Some(refine) = refine.as_mut() {
+            let shared = first.get_or_insert_with(|| model.first_product(&data.input)).clone().detach();
+            if let Some(graph) = refine(&model, d, shared) {
+                current = Some(ClientTensors { graph, ..data.clone() });
+            }
         }
         let d = current.as_ref().unwrap_or(data);
         if cfg.selection != Selection::Last {
-            let eval = forward_eval_on(&model, d, Role::Val);
+            let shared = first.get_or_insert_with(|| model.first_product(&data.input)).clone();
+            let eval = forward_eval_from(&model, d, Role::Val, Some(shared));
             let score = EpochScore {
                 val_loss: loss_fn.val_loss(&eval, d),
                 val_acc: wants_val_acc.then(|| accuracy(&eval.logits, &d.val)).flatten(),

@@ -23,9 +23,11 @@ mod trainer;
 
 pub use config::{OptimizerKind, Selection, TrainConfig};
 pub use data::{ClientTensors, LinkTensors, LocalData, NodeSet};
-pub use eval::{Eval, Scores, accuracy, auc_roc, evaluate_set, forward_eval, forward_eval_on, forward_train, positive_scores};
+pub use eval::{
+    Eval, Scores, accuracy, auc_roc, evaluate_set, forward_eval, forward_eval_from, forward_eval_on, forward_train, positive_scores,
+};
 pub use gradients::{HeadGradient, HeadSteps, clip_global_norm};
-pub use local::{EpochScore, LocalStats, Selector, optimizer, train_local, train_local_with};
+pub use local::{EpochScore, LocalStats, Refine, Selector, optimizer, train_local, train_local_with};
 pub use loss::{CrossEntropy, Loss, cross_entropy};
 pub use trainer::{FullBatch, LocalTrainer, NextTrainer, TrainCall, TrainerChain};
 

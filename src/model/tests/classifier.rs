@@ -1,6 +1,7 @@
 //! The node classifier: configuration, shapes, head observability, gradients reaching
 //! every layer, and bit-identical repeat runs (including across rayon thread counts).
 
+use burn::module::Module;
 use burn::tensor::{Tensor, TensorCreationOptions};
 
 use super::support::*;
@@ -249,4 +250,36 @@ fn large_matmuls_are_bit_identical_across_thread_counts() {
     let reference = products(1);
     assert_eq!(reference, products(2), "1 vs 2 threads");
     assert_eq!(reference, products(4), "1 vs 4 threads");
+}
+
+/// The trainer computes the first layer's X·W once between two steps and shares it
+/// (`first_product`, `forward_from`): in training mode (dropout on, KProp rounds) and in
+/// evaluation, the shared product gives the same logits and first-layer gradients, bit
+/// for bit, as the forward that multiplies itself — which holds only while nothing
+/// (input dropout, say) touches X before the first product.
+#[test]
+fn a_shared_first_product_changes_no_logit_or_gradient() {
+    let device = cpu().autodiff();
+    let (g, x) = setup(TensorCreationOptions::new(device.clone()));
+    for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
+        let c = ModelConfig { arch, head: true, heads: 2, dropout: 0.5, attention_dropout: 0.3, kprop_steps: 2, ..ModelConfig::default() };
+        let run = |shared: bool| {
+            let m = c.init(10, 3, 7, &device).unwrap();
+            let first = shared.then(|| m.first_product(&x));
+            let out = m.forward_from(&x, first, &g, 1, Some(&mut rng::derive(3, "dropout", &[])));
+            let logits = bits(out.logits.clone());
+            let grads = loss(out.logits).backward();
+            let w = match &m.convs[0] {
+                Conv::Gcn(l) => l.weight.val(),
+                Conv::Sage(l) => l.w_nbr.val(),
+                Conv::Gat(l) => l.weight.val(),
+            };
+            (logits, bits(w.grad(&grads).expect("a gradient into the first layer")))
+        };
+        assert_eq!(run(true), run(false), "{arch:?}: training forward and gradients");
+        let m = c.init(10, 3, 7, &device).unwrap();
+        let first = m.first_product(&x).detach().without_autodiff();
+        let shared = m.valid().forward_from(&x, Some(first), &g, 0, None).logits;
+        assert_eq!(bits(shared), bits(m.valid().forward(&x, &g).logits), "{arch:?}: evaluation");
+    }
 }
