@@ -203,7 +203,7 @@ impl super::DefenseConfig for DpGnnConfig {
         let k = accountant::max_terms_per_node(self.max_degree, run.layers).map_or(f64::MAX, |k| k as f64);
         let rows = (self.batch_size as f64).min(client) * k.min(client);
         let extra_bytes = run.concurrent * (15.0 * 1024.0 * 1024.0 + rows * (run.row_bytes + run.widths * 4.0));
-        super::CostHint { factor: 47.0, extra_bytes, ..Default::default() }
+        super::CostHint { factor: 22.0, extra_bytes, ..Default::default() }
     }
 
     fn build(&self, name: &str, client: &ClientContext) -> Result<Defense> {
