@@ -170,7 +170,7 @@ impl ServerContext {
             .ok_or_else(|| {
                 crate::error::Error::Other(format!("server forward pass: pairs must name nodes of the {}-node graph", graph.num_nodes()))
             })?;
-        Ok(self.model(params).forward_pairs(&x, &g, 0, None, &pairs))
+        Ok(self.model(params).forward_pairs(&x, None, &g, 0, None, &pairs))
     }
 }
 

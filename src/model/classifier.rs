@@ -219,35 +219,16 @@ impl NodeClassifier {
     }
 
     /// [`forward_with`](Self::forward_with) given `first` = [`first_product`](Self::first_product)
-    /// of `input` under these weights (`None`: computed here).
-    pub fn forward_from(
-        &self,
-        input: &NodeInput,
-        first: Option<Tensor<2>>,
-        graph: &GraphTensors,
-        input_kprop: usize,
-        rng: Option<&mut Rng>,
-    ) -> Output {
-        self.readout(self.embed(input, first, graph, input_kprop, rng))
+    /// of `x` under these weights (`None`: computed here), over `g` with `kprop` more input KProp rounds.
+    pub fn forward_from(&self, x: &NodeInput, first: Option<Tensor<2>>, g: &GraphTensors, kprop: usize, rng: Option<&mut Rng>) -> Output {
+        self.readout(self.embed(x, first, g, kprop, rng))
     }
 
     /// Link prediction: one row per pair `(u, v)`: the product h_u ⊙ h_v of the
     /// endpoints' outputs of the GNN layers (after the activation), through the pair
     /// layer and the activation when the model has one, then the head (whose input is
-    /// what the attacks read).
+    /// what the attacks read). `first`: as in [`forward_from`](Self::forward_from).
     pub fn forward_pairs(
-        &self,
-        input: &NodeInput,
-        graph: &GraphTensors,
-        input_kprop: usize,
-        rng: Option<&mut Rng>,
-        pairs: &Pairs,
-    ) -> Output {
-        self.forward_pairs_from(input, None, graph, input_kprop, rng, pairs)
-    }
-
-    /// [`forward_pairs`](Self::forward_pairs) given the [`first_product`](Self::first_product).
-    pub fn forward_pairs_from(
         &self,
         input: &NodeInput,
         first: Option<Tensor<2>>,

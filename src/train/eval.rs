@@ -65,7 +65,7 @@ pub fn forward_eval_from(model: &NodeClassifier, data: &ClientTensors, role: Rol
         _ => None,
     });
     match pairs {
-        Some((p, graph)) => model.valid().forward_pairs_from(&data.input, first, graph, data.input_kprop, None, p),
+        Some((p, graph)) => model.valid().forward_pairs(&data.input, first, graph, data.input_kprop, None, p),
         None => model.valid().forward_from(&data.input, first, &data.graph, data.input_kprop, None),
     }
 }
@@ -79,7 +79,7 @@ pub fn forward_train(model: &NodeClassifier, data: &ClientTensors, first: Option
         None => Some(model.forward_from(&data.input, first, &data.graph, data.input_kprop, Some(rng))),
         Some(l) => {
             let pairs = l.train_pairs(rng)?;
-            Some(model.forward_pairs_from(&data.input, first, &data.graph, data.input_kprop, Some(rng), &pairs))
+            Some(model.forward_pairs(&data.input, first, &data.graph, data.input_kprop, Some(rng), &pairs))
         }
     }
 }
