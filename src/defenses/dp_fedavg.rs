@@ -175,8 +175,7 @@ impl DpFedAvg {
         let s = self.cfg.clip;
         let mut sum: Vec<Vec<f64>> = shapes.iter().map(|&n| vec![0.0; n]).collect();
         for d in deltas {
-            let norm = d.iter().flatten().map(|v| v * v).sum::<f64>().sqrt();
-            let scale = if norm > s { s / norm } else { 1.0 };
+            let scale = crate::privacy::clip_scale(crate::privacy::l2_norm(d.iter().flatten().copied()), s);
             for (a, t) in sum.iter_mut().zip(d) {
                 for (x, v) in a.iter_mut().zip(t) {
                     *x += v * scale;

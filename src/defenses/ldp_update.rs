@@ -65,14 +65,8 @@ impl LdpUpdateConfig {
     /// per coordinate, in parameter order, times σ·C), added back onto `sent`.
     fn privatize(&self, sent: &ModelParams, trained: &ModelParams, mut noise: impl FnMut() -> f64) -> ModelParams {
         let delta = |a: &f32, b: &f32| *a as f64 - *b as f64;
-        let norm = trained
-            .tensors
-            .iter()
-            .zip(&sent.tensors)
-            .flat_map(|(t, s)| t.values.iter().zip(&s.values).map(|(a, b)| delta(a, b).powi(2)))
-            .sum::<f64>()
-            .sqrt();
-        let scale = if norm > self.clip { self.clip / norm } else { 1.0 };
+        let norm = crate::privacy::l2_norm(trained.tensors.iter().zip(&sent.tensors).flat_map(|(t, s)| t.values.iter().zip(&s.values).map(|(a, b)| delta(a, b))));
+        let scale = crate::privacy::clip_scale(norm, self.clip);
         let std = self.noise_multiplier * self.clip;
         let mut out = trained.clone();
         for (t, s) in out.tensors.iter_mut().zip(&sent.tensors) {

@@ -581,8 +581,7 @@ impl UploadProtocol for SecAgg {
                     // The client's own step before it masks: clip, add its share of the noise.
                     Some(dp) => {
                         let d: Vec<f64> = u.delta().into_iter().flatten().collect();
-                        let norm = d.iter().map(|v| v * v).sum::<f64>().sqrt();
-                        let shrink = if norm > dp.clip { dp.clip / norm } else { 1.0 };
+                        let shrink = crate::privacy::clip_scale(crate::privacy::l2_norm(d.iter().copied()), dp.clip);
                         let std = dp.z() * dp.clip / (dp.min_clients as f64).sqrt();
                         let mut r = rng::derive(self.seed, "secagg-dp-noise", &[ctx.round as u64, u.client as u64]);
                         encode_all(

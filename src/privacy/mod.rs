@@ -31,6 +31,18 @@ pub use laplace::Laplace;
 pub use multibit::{MultiBit, optimal_m};
 pub use rr::RandomizedResponse;
 
+/// The factor min(1, `bound` / `norm`) that brings an update of L2 norm `norm` within
+/// `bound`: the per-client clipping of DP-FedAvg, of an update's LDP and of SecAgg's
+/// distributed DP.
+pub fn clip_scale(norm: f64, bound: f64) -> f64 {
+    if norm > bound { bound / norm } else { 1.0 }
+}
+
+/// The L2 norm of `values`, squares summed in order in f64.
+pub fn l2_norm(values: impl IntoIterator<Item = f64>) -> f64 {
+    values.into_iter().map(|v| v * v).sum::<f64>().sqrt()
+}
+
 /// A privacy budget ε > 0; ∞ switches a mechanism off. In YAML: a number, `.inf` or
 /// `inf`; written back as a number or the string `inf` (JSON has no infinity).
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
@@ -118,6 +130,17 @@ pub fn calibration_warning(calibration: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Clipping by hand: a (3, 4) update has norm 5; bound 1 scales it by 1/5, bound 5
+    /// or more leaves it, and a zero update stays zero.
+    #[test]
+    fn clipping_scales_only_updates_above_the_bound() {
+        let norm = super::l2_norm([3.0, 4.0]);
+        assert_eq!(norm, 5.0);
+        assert_eq!(super::clip_scale(norm, 1.0), 0.2);
+        assert_eq!((super::clip_scale(norm, 5.0), super::clip_scale(norm, 9.0)), (1.0, 1.0));
+        assert_eq!(super::clip_scale(super::l2_norm([0.0; 3]), 1.0), 1.0);
+    }
+
     use super::*;
 
     #[test]
