@@ -431,6 +431,12 @@ impl<T: Real> SpmmJob<'_, T> {
                     self.block::<BLOCK>(&mut acc[c..c + BLOCK], edges.clone(), c, head_cols);
                     c += BLOCK;
                 }
+                // The last columns in one pass over the edges, not one per 4 and per 1
+                // (7 classes took 4 passes); each entry still summed in edge order.
+                if c < end && matches!(self.weights, Weights::Ones | Weights::Column(_)) {
+                    self.tail(&mut acc[c..end], edges.clone(), c);
+                    c = end;
+                }
                 while c + 4 <= end {
                     self.block::<4>(&mut acc[c..c + 4], edges.clone(), c, head_cols);
                     c += 4;
@@ -462,6 +468,35 @@ impl<T: Real> SpmmJob<'_, T> {
                 }
             }
         }
+    }
+
+    /// Columns `c..c + out.len()` (fewer than [`BLOCK`]) of one output row, summed over
+    /// its edges (group positions `edges`) in order; one weight or none per edge (the
+    /// caller keeps per-head weights to [`block`](Self::block)).
+    #[inline(always)]
+    fn tail(&self, out: &mut [T], edges: std::ops::Range<usize>, c: usize) {
+        let n = out.len();
+        let mut acc = [T::default(); BLOCK];
+        let acc = &mut acc[..n];
+        for e in edges {
+            let at = self.groups.other[e] as usize * self.cols + c;
+            let xs = &self.x[at..at + n];
+            match self.weights {
+                Weights::Column(w) => {
+                    let w = w[e];
+                    for (a, &v) in acc.iter_mut().zip(xs) {
+                        *a += w * v;
+                    }
+                }
+                Weights::Ones => {
+                    for (a, &v) in acc.iter_mut().zip(xs) {
+                        *a += v;
+                    }
+                }
+                Weights::Heads(..) => unreachable!("per-head weights take `block`"),
+            }
+        }
+        out.copy_from_slice(acc);
     }
 
     /// Columns `c..c + N` of one output row, summed over its edges (group positions
