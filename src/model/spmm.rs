@@ -478,23 +478,27 @@ impl<T: Real> SpmmJob<'_, T> {
         let n = out.len();
         let mut acc = [T::default(); BLOCK];
         let acc = &mut acc[..n];
-        for e in edges {
-            let at = self.groups.other[e] as usize * self.cols + c;
-            let xs = &self.x[at..at + n];
-            match self.weights {
-                Weights::Column(w) => {
-                    let w = w[e];
-                    for (a, &v) in acc.iter_mut().zip(xs) {
-                        *a += w * v;
-                    }
-                }
-                Weights::Ones => {
-                    for (a, &v) in acc.iter_mut().zip(xs) {
+        let x_at = |k: usize| -> &[T] {
+            let at = self.groups.other[k] as usize * self.cols + c;
+            &self.x[at..at + n]
+        };
+        match self.weights {
+            Weights::Ones => {
+                for e in edges {
+                    for (a, &v) in acc.iter_mut().zip(x_at(e)) {
                         *a += v;
                     }
                 }
-                Weights::Heads(..) => unreachable!("per-head weights take `block`"),
             }
+            Weights::Column(w) => {
+                for e in edges {
+                    let w = w[e];
+                    for (a, &v) in acc.iter_mut().zip(x_at(e)) {
+                        *a += w * v;
+                    }
+                }
+            }
+            Weights::Heads(..) => unreachable!("per-head weights take `block`"),
         }
         out.copy_from_slice(acc);
     }
