@@ -86,6 +86,8 @@ pub fn train_local_with(
     // epoch's training forward (kept tracked for that one's backward). On dense features
     // it is most of an epoch; sharing it changes no value.
     let mut first: Option<Tensor<2>> = None;
+    let shared =
+        |first: &mut Option<Tensor<2>>, model: &NodeClassifier| first.get_or_insert_with(|| model.first_product(&data.input)).clone();
     for epoch in 0..cfg.epochs {
         let d = current.as_ref().unwrap_or(data);
         let Some(out) = forward_train(&model, d, first.take(), &mut *rng) else { break };
@@ -102,16 +104,14 @@ pub fn train_local_with(
             g.add(grads.get::<2>(head.weight.id), head.bias.as_ref().and_then(|b| grads.get::<1>(b.id)));
         }
         model = optim.step(cfg.lr, model, grads);
-        if let Some(refine) = refine.as_mut() {
-            let shared = first.get_or_insert_with(|| model.first_product(&data.input)).clone().detach();
-            if let Some(graph) = refine(&model, d, shared) {
-                current = Some(ClientTensors { graph, ..data.clone() });
-            }
+        if let Some(refine) = refine.as_mut()
+            && let Some(graph) = refine(&model, d, shared(&mut first, &model).detach())
+        {
+            current = Some(ClientTensors { graph, ..data.clone() });
         }
         let d = current.as_ref().unwrap_or(data);
         if cfg.selection != Selection::Last {
-            let shared = first.get_or_insert_with(|| model.first_product(&data.input)).clone();
-            let eval = forward_eval_from(&model, d, Role::Val, Some(shared));
+            let eval = forward_eval_from(&model, d, Role::Val, Some(shared(&mut first, &model)));
             let score = EpochScore {
                 val_loss: loss_fn.val_loss(&eval, d),
                 val_acc: wants_val_acc.then(|| accuracy(&eval.logits, &d.val)).flatten(),
