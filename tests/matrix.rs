@@ -24,6 +24,13 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     p
 }
 
+/// LDA and the uniform guess against no defense and label RR at ε 1 and 4, `seeds` seeds.
+fn lda_matrix(dir: &Path, seeds: usize) -> PathBuf {
+    let text =
+        format!("{BASE}attacks: [lda, uniform]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1, 4]}}}}]\nseeds: {seeds}\n");
+    write(dir, "m.yaml", &text)
+}
+
 fn load(text: &str) -> Result<Matrix, String> {
     let tmp = tempfile::tempdir().unwrap();
     Matrix::load(&write(tmp.path(), "m.yaml", text)).map_err(|e| e.to_string())
@@ -340,11 +347,7 @@ fn every_shipped_matrix_expands() {
 #[test]
 fn slices_chosen_by_only_add_up_to_the_whole_matrix() {
     let tmp = tempfile::tempdir().unwrap();
-    let f = write(
-        tmp.path(),
-        "m.yaml",
-        &format!("{BASE}attacks: [lda, uniform]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1, 4]}}}}]\nseeds: 1\n"),
-    );
+    let f = lda_matrix(tmp.path(), 1);
     let (sliced, whole) = (tmp.path().join("sliced"), tmp.path().join("whole"));
     let plan = matrix_cmd(&f, &sliced, &["--dry-run", "--only", "defense=none", "--only", "attack=uniform"]);
     let said = String::from_utf8_lossy(&plan.stdout);
@@ -470,11 +473,7 @@ fn chromium() -> Option<PathBuf> {
 #[test]
 fn the_html_report_renders_in_a_headless_browser() {
     let tmp = tempfile::tempdir().unwrap();
-    let f = write(
-        tmp.path(),
-        "m.yaml",
-        &format!("{BASE}attacks: [lda, uniform]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1, 4]}}}}]\nseeds: 2\n"),
-    );
+    let f = lda_matrix(tmp.path(), 2);
     let out = tmp.path().join("out");
     assert!(matrix_cmd(&f, &out, &[]).status.success());
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();

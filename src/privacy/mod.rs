@@ -130,18 +130,18 @@ pub fn calibration_warning(calibration: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     /// Clipping by hand: a (3, 4) update has norm 5; bound 1 scales it by 1/5, bound 5
     /// or more leaves it, and a zero update stays zero.
     #[test]
     fn clipping_scales_only_updates_above_the_bound() {
-        let norm = super::l2_norm([3.0, 4.0]);
+        let norm = l2_norm([3.0, 4.0]);
         assert_eq!(norm, 5.0);
-        assert_eq!(super::clip_scale(norm, 1.0), 0.2);
-        assert_eq!((super::clip_scale(norm, 5.0), super::clip_scale(norm, 9.0)), (1.0, 1.0));
-        assert_eq!(super::clip_scale(super::l2_norm([0.0; 3]), 1.0), 1.0);
+        assert_eq!(clip_scale(norm, 1.0), 0.2);
+        assert_eq!((clip_scale(norm, 5.0), clip_scale(norm, 9.0)), (1.0, 1.0));
+        assert_eq!(clip_scale(l2_norm([0.0; 3]), 1.0), 1.0);
     }
-
-    use super::*;
 
     #[test]
     fn epsilon_accepts_numbers_and_infinity_and_rejects_the_rest() {
