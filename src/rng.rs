@@ -127,7 +127,7 @@ fn chunk_bound(m: u32) -> (u32, u8) {
 
 /// A hint to load `x`'s cache line (nothing on targets without one).
 #[inline(always)]
-fn prefetch<T>(x: &T) {
+pub(crate) fn prefetch<T>(x: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch only hints the cache; `x` is a valid reference.
     unsafe {

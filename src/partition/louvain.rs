@@ -122,122 +122,31 @@ impl Level {
 
     /// [`local_moving`](Self::local_moving) with communities of marking work above
     /// `large` handled by the drift.
+    ///
+    /// A pass's random order is drawn while the pass before runs (on a second rayon
+    /// thread when there is one): a shuffle depends only on the last order and the RNG,
+    /// and the one drawn after the last pass is thrown away with its RNG state, so the
+    /// orders and the draws consumed are those of shuffling between passes.
     fn local_moving_with(&self, m2: f64, gamma: f64, rng: &mut Rng, large: usize, on_pass: &mut dyn FnMut(Pass)) -> (Vec<u32>, usize, f64) {
         let n = self.len();
-        let mut comm: Vec<u32> = (0..n as u32).collect();
-        // Per community: the weight from the node being placed (0 = not yet seen: every
-        // edge weighs ≥ 1) and Σtot, side by side so a candidate costs one cache miss.
-        // Σtot is an integer below 2m < 2^32, exact in f64 as before.
-        let mut tally: Vec<Tally> = self.strength.iter().map(|&s| Tally { w: 0, tot: s as u32 }).collect();
-        let mut inn: Vec<f64> = self.loops.iter().map(|l| 2.0 * l).collect();
-        // Each community's modularity term, kept up to date as nodes move; a pass's
-        // modularity is their sum in community order (the same additions as computing it
-        // afresh).
-        let term = |inn: f64, tot: f64| inn / m2 - gamma * (tot / m2) * (tot / m2);
-        let mut terms: Vec<f64> = inn.iter().zip(&tally).map(|(&i, t)| term(i, f64::from(t.tot))).collect();
-        let start_q: f64 = terms.iter().sum();
+        let mut state = Moving::new(self, m2, gamma, large);
+        let start_q: f64 = state.terms.iter().sum();
         let mut cur_q = start_q;
-        let max_degree = (0..n).map(|v| self.indptr[v + 1] - self.indptr[v]).max().unwrap_or(0);
-        // The node's neighbours' communities, and the distinct ones in order of appearance.
-        let mut near: Vec<u32> = Vec::with_capacity(max_degree);
-        let mut touched = vec![0u32; max_degree.max(1)];
         let mut order: Vec<u32> = (0..n as u32).collect();
-        let mut members = Members::singletons(n);
-        // Work of marking a community: its members plus their adjacency entries.
-        let mut size: Vec<usize> = (0..n).map(|v| 1 + self.indptr[v + 1] - self.indptr[v]).collect();
-        let mut dirty = vec![true; n];
-        let mut drift = DriftQueue::new(n);
+        crate::rng::shuffle(&mut order, rng);
+        let mut next_order = vec![0u32; n];
         let mut pass = 0usize;
         loop {
-            crate::rng::shuffle(&mut order, rng);
-            let mut moves = 0usize;
-            let mut evaluated = 0usize;
-            let mut scanned = 0usize;
-            for &i in &order {
-                let i = i as usize;
-                if !dirty[i] {
-                    continue; // nothing that could change its choice changed
-                }
-                dirty[i] = false;
-                evaluated += 1;
-                let (lo, hi) = (self.indptr[i], self.indptr[i + 1]);
-                scanned += hi - lo;
-                let ki = self.strength[i];
-                let scale = gamma * ki / m2;
-                let ci = comm[i] as usize;
-                // The communities first: independent loads, which overlap. Then a community
-                // is listed when first seen without branching on its loaded weight (the
-                // mispredicted branch serialised the cache misses).
-                near.clear();
-                near.extend(self.nbr[lo..hi].iter().map(|&v| comm[v as usize]));
-                let mut distinct = 0;
-                for (&c, &w) in near.iter().zip(&self.weight[lo..hi]) {
-                    touched[distinct] = c;
-                    let t = &mut tally[c as usize];
-                    distinct += usize::from(t.w == 0);
-                    t.w += w;
-                }
-                let touched = &touched[..distinct];
-                let k_own = f64::from(tally[ci].w);
-                tally[ci].tot -= ki as u32;
-                inn[ci] -= 2.0 * (k_own + self.loops[i]);
-                let stay_gain = k_own - scale * f64::from(tally[ci].tot);
-                let mut best = ci;
-                let mut best_gain = stay_gain;
-                let mut other_gain = f64::NEG_INFINITY;
-                for &c in touched {
-                    let c = c as usize;
-                    let gain = f64::from(tally[c].w) - scale * f64::from(tally[c].tot);
-                    if c != ci {
-                        other_gain = other_gain.max(gain);
-                    }
-                    if gain > best_gain {
-                        best = c;
-                        best_gain = gain;
-                    }
-                }
-                tally[best].tot += ki as u32;
-                inn[best] += 2.0 * (f64::from(tally[best].w) + self.loops[i]);
-                for &c in touched {
-                    tally[c as usize].w = 0;
-                }
-                if best == ci {
-                    // Rounding of the computed gains: each within a few ulps of k_i·(1+γ).
-                    let slack = 1e-12 * (1.0 + gamma) * (ki + 1.0);
-                    drift.watch(i, (stay_gain - other_gain - slack) / (scale * (1.0 + 1e-12)));
-                    continue;
-                }
-                comm[i] = best as u32;
-                moves += 1;
-                members.remove(i, ci);
-                members.insert(i, best);
-                terms[ci] = term(inn[ci], f64::from(tally[ci].tot));
-                terms[best] = term(inn[best], f64::from(tally[best].tot));
-                let cost = 1 + hi - lo;
-                size[ci] -= cost;
-                size[best] += cost;
-                // The node and its neighbours; then whom the two Σtot changes can sway.
-                drift.forget(i);
-                dirty[i] = true;
-                self.mark_neighbors(i, &mut dirty);
-                let mut drifted = 0u64;
-                if size[ci] > large {
-                    drifted += ki as u64;
-                } else {
-                    for v in members.of(ci) {
-                        self.mark_neighbors(v, &mut dirty);
-                    }
-                }
-                if size[best] > large {
-                    drifted += ki as u64;
-                } else {
-                    for v in members.of(best) {
-                        dirty[v] = true;
-                    }
-                }
-                drift.advance(drifted, &mut dirty);
-            }
-            let new_q: f64 = terms.iter().sum();
+            let ((moves, evaluated, scanned), next_rng) = rayon::join(
+                || state.pass(self, &order),
+                || {
+                    next_order.copy_from_slice(&order);
+                    let mut r = rng.clone();
+                    crate::rng::shuffle(&mut next_order, &mut r);
+                    r
+                },
+            );
+            let new_q: f64 = state.terms.iter().sum();
             let gained = new_q - cur_q;
             cur_q = new_q;
             on_pass(Pass { nodes: n, pass, moves, evaluated, scanned, gained });
@@ -245,15 +154,24 @@ impl Level {
             if moves == 0 || gained < MIN_GAIN {
                 break;
             }
+            std::mem::swap(&mut order, &mut next_order);
+            *rng = next_rng;
         }
+        let mut comm = state.comm;
         let count = renumber(&mut comm);
         (comm, count, cur_q - start_q)
     }
 
-    fn mark_neighbors(&self, v: usize, dirty: &mut [bool]) {
+    fn mark_neighbors(&self, v: usize, dirty: &mut Dirty) {
         for &w in &self.nbr[self.indptr[v]..self.indptr[v + 1]] {
-            dirty[w as usize] = true;
+            dirty.set(w as usize);
         }
+    }
+
+    /// Node `v`'s adjacency range.
+    #[inline(always)]
+    fn range(&self, v: usize) -> (usize, usize) {
+        (self.indptr[v], self.indptr[v + 1])
     }
 
     /// The community graph of `comm` (with `count` communities).
@@ -313,6 +231,253 @@ impl Level {
             indptr.push(nbr.len());
         }
         Level { indptr, nbr, weight, loops, strength }
+    }
+}
+
+/// The state of one level's local moving between passes.
+struct Moving {
+    m2: f64,
+    gamma: f64,
+    /// Marking work above which a community's changes go to the drift.
+    large: usize,
+    comm: Vec<u32>,
+    /// Per community: the weight from the node being placed (0 = not yet seen: every
+    /// edge weighs ≥ 1) and Σtot, side by side so a candidate costs one cache miss.
+    /// Σtot is an integer below 2m < 2^32, exact in f64 as before.
+    tally: Vec<Tally>,
+    inn: Vec<f64>,
+    /// Each community's modularity term, kept up to date as nodes move; a pass's
+    /// modularity is their sum in community order (the same additions as computing it
+    /// afresh).
+    terms: Vec<f64>,
+    /// The node's neighbours' communities, and the distinct ones in order of appearance.
+    near: Vec<u32>,
+    touched: Vec<u32>,
+    members: Members,
+    /// Work of marking a community: its members plus their adjacency entries.
+    size: Vec<usize>,
+    dirty: Dirty,
+    drift: DriftQueue,
+}
+
+impl Moving {
+    fn new(level: &Level, m2: f64, gamma: f64, large: usize) -> Moving {
+        let n = level.len();
+        let tally: Vec<Tally> = level.strength.iter().map(|&s| Tally { w: 0, tot: s as u32 }).collect();
+        let inn: Vec<f64> = level.loops.iter().map(|l| 2.0 * l).collect();
+        let terms = inn.iter().zip(&tally).map(|(&i, t)| Self::term(m2, gamma, i, f64::from(t.tot))).collect();
+        let max_degree = (0..n).map(|v| level.indptr[v + 1] - level.indptr[v]).max().unwrap_or(0);
+        Moving {
+            m2,
+            gamma,
+            large,
+            comm: (0..n as u32).collect(),
+            tally,
+            inn,
+            terms,
+            near: Vec::with_capacity(max_degree),
+            touched: vec![0u32; max_degree.max(1)],
+            members: Members::singletons(n),
+            size: (0..n).map(|v| 1 + level.indptr[v + 1] - level.indptr[v]).collect(),
+            dirty: Dirty::all(n),
+            drift: DriftQueue::new(n),
+        }
+    }
+
+    fn term(m2: f64, gamma: f64, inn: f64, tot: f64) -> f64 {
+        inn / m2 - gamma * (tot / m2) * (tot / m2)
+    }
+
+    /// One pass in `order`: returns (moves, nodes evaluated, adjacency entries read).
+    fn pass(&mut self, level: &Level, order: &[u32]) -> (usize, usize, usize) {
+        let (m2, gamma) = (self.m2, self.gamma);
+        let mut moves = 0usize;
+        let mut evaluated = 0usize;
+        let mut scanned = 0usize;
+        let mut ahead = Lookahead::default();
+        for (k, &i) in order.iter().enumerate() {
+            let i = i as usize;
+            if !self.dirty.get(i) {
+                continue; // nothing that could change its choice changed
+            }
+            self.dirty.clear(i);
+            ahead.advance(k, order, self, level);
+            evaluated += 1;
+            let (lo, hi) = level.range(i);
+            scanned += hi - lo;
+            let ki = level.strength[i];
+            let scale = gamma * ki / m2;
+            let ci = self.comm[i] as usize;
+            let tally = &mut self.tally;
+            // The communities first: independent loads, which overlap. Then a community
+            // is listed when first seen without branching on its loaded weight (the
+            // mispredicted branch serialised the cache misses).
+            self.near.clear();
+            self.near.extend(level.nbr[lo..hi].iter().map(|&v| self.comm[v as usize]));
+            let mut distinct = 0;
+            for (&c, &w) in self.near.iter().zip(&level.weight[lo..hi]) {
+                self.touched[distinct] = c;
+                let t = &mut tally[c as usize];
+                distinct += usize::from(t.w == 0);
+                t.w += w;
+            }
+            let touched = &self.touched[..distinct];
+            let k_own = f64::from(tally[ci].w);
+            tally[ci].tot -= ki as u32;
+            self.inn[ci] -= 2.0 * (k_own + level.loops[i]);
+            let stay_gain = k_own - scale * f64::from(tally[ci].tot);
+            let mut best = ci;
+            let mut best_gain = stay_gain;
+            let mut other_gain = f64::NEG_INFINITY;
+            for &c in touched {
+                let c = c as usize;
+                let gain = f64::from(tally[c].w) - scale * f64::from(tally[c].tot);
+                if c != ci {
+                    other_gain = other_gain.max(gain);
+                }
+                if gain > best_gain {
+                    best = c;
+                    best_gain = gain;
+                }
+            }
+            tally[best].tot += ki as u32;
+            self.inn[best] += 2.0 * (f64::from(tally[best].w) + level.loops[i]);
+            for &c in touched {
+                tally[c as usize].w = 0;
+            }
+            if best == ci {
+                // Rounding of the computed gains: each within a few ulps of k_i·(1+γ).
+                let slack = 1e-12 * (1.0 + gamma) * (ki + 1.0);
+                self.drift.watch(i, (stay_gain - other_gain - slack) / (scale * (1.0 + 1e-12)));
+                continue;
+            }
+            self.comm[i] = best as u32;
+            moves += 1;
+            self.members.remove(i, ci);
+            self.members.insert(i, best);
+            self.terms[ci] = Self::term(m2, gamma, self.inn[ci], f64::from(self.tally[ci].tot));
+            self.terms[best] = Self::term(m2, gamma, self.inn[best], f64::from(self.tally[best].tot));
+            let cost = 1 + hi - lo;
+            self.size[ci] -= cost;
+            self.size[best] += cost;
+            // The node and its neighbours; then whom the two Σtot changes can sway.
+            self.drift.forget(i);
+            self.dirty.set(i);
+            level.mark_neighbors(i, &mut self.dirty);
+            let mut drifted = 0u64;
+            if self.size[ci] > self.large {
+                drifted += ki as u64;
+            } else {
+                for v in self.members.of(ci) {
+                    level.mark_neighbors(v, &mut self.dirty);
+                }
+            }
+            if self.size[best] > self.large {
+                drifted += ki as u64;
+            } else {
+                for v in self.members.of(best) {
+                    self.dirty.set(v);
+                }
+            }
+            self.drift.advance(drifted, &mut self.dirty);
+        }
+        (moves, evaluated, scanned)
+    }
+}
+
+/// The nodes to evaluate, a bit each: every pass tests one per node, and as bits they
+/// stay in cache (1 M nodes: 125 kB).
+struct Dirty(Vec<u64>);
+
+impl Dirty {
+    fn all(n: usize) -> Dirty {
+        Dirty(vec![u64::MAX; n.div_ceil(64)])
+    }
+
+    #[inline(always)]
+    fn get(&self, v: usize) -> bool {
+        (self.0[v >> 6] >> (v & 63)) & 1 != 0
+    }
+
+    #[inline(always)]
+    fn set(&mut self, v: usize) {
+        self.0[v >> 6] |= 1 << (v & 63);
+    }
+
+    #[inline(always)]
+    fn clear(&mut self, v: usize) {
+        self.0[v >> 6] &= !(1 << (v & 63));
+    }
+}
+
+/// Cache hints for the next evaluations of a pass (hints only: which nodes are
+/// evaluated, and how, is unchanged). A cursor ahead of the pass finds the next
+/// [`AHEAD`] nodes to evaluate; as each nears, the data its evaluation reads one after
+/// the other is requested a step at a time: its adjacency range, its adjacency entries,
+/// its neighbours' communities, their tallies. An evaluation's cache misses were most of
+/// its time, each waiting on the one before.
+#[derive(Default)]
+struct Lookahead {
+    /// Next position of the order to look at.
+    cursor: usize,
+    /// (position, node) of the next nodes to evaluate, nearest first.
+    queue: std::collections::VecDeque<(usize, usize)>,
+}
+
+const AHEAD: usize = 4;
+/// Adjacency entries hinted per node at most (a hub's own loads overlap anyway).
+const HINTED_ENTRIES: usize = 32;
+
+impl Lookahead {
+    /// The pass is at position `k`.
+    #[inline]
+    fn advance(&mut self, k: usize, order: &[u32], state: &Moving, level: &Level) {
+        while self.queue.front().is_some_and(|&(p, _)| p <= k) {
+            self.queue.pop_front();
+        }
+        self.cursor = self.cursor.max(k + 1);
+        while self.queue.len() < AHEAD && self.cursor < order.len() {
+            let v = order[self.cursor] as usize;
+            if state.dirty.get(v) {
+                self.queue.push_back((self.cursor, v));
+            }
+            self.cursor += 1;
+        }
+        use crate::rng::prefetch;
+        for (d, &(_, v)) in self.queue.iter().enumerate() {
+            match d {
+                0 => {
+                    let (lo, hi) = level.range(v);
+                    for &w in &level.nbr[lo..hi.min(lo + HINTED_ENTRIES)] {
+                        prefetch(&state.tally[state.comm[w as usize] as usize]);
+                    }
+                    let c = state.comm[v] as usize;
+                    prefetch(&state.tally[c]);
+                    prefetch(&state.inn[c]);
+                }
+                1 => {
+                    let (lo, hi) = level.range(v);
+                    for &w in &level.nbr[lo..hi.min(lo + HINTED_ENTRIES)] {
+                        prefetch(&state.comm[w as usize]);
+                    }
+                }
+                2 => {
+                    let (lo, hi) = level.range(v);
+                    // One hint per cache line of the entries (16 per 64 bytes).
+                    for e in (lo..hi.min(lo + HINTED_ENTRIES)).step_by(16).chain((hi > lo).then(|| hi - 1)) {
+                        prefetch(&level.nbr[e]);
+                        prefetch(&level.weight[e]);
+                    }
+                }
+                _ => {
+                    prefetch(&level.indptr[v]);
+                    prefetch(&level.strength[v]);
+                    prefetch(&level.loops[v]);
+                    prefetch(&state.comm[v]);
+                    prefetch(&state.drift.watch[v]);
+                }
+            }
+        }
     }
 }
 
@@ -419,7 +584,7 @@ impl DriftQueue {
     }
 
     /// The drift grew by `by`: mark the nodes whose margin it may have closed.
-    fn advance(&mut self, by: u64, dirty: &mut [bool]) {
+    fn advance(&mut self, by: u64, dirty: &mut Dirty) {
         if by == 0 {
             return;
         }
@@ -430,7 +595,7 @@ impl DriftQueue {
             }
             self.heap.pop();
             if self.watch[v as usize] == w {
-                dirty[v as usize] = true;
+                dirty.set(v as usize);
             }
         }
     }
@@ -746,6 +911,22 @@ mod tests {
         for (t, s) in skipped.iter().enumerate() {
             assert!(s / 10.0 > 0.15, "threshold {}: mean share of evaluations skipped {}", thresholds[t], s / 10.0);
         }
+    }
+
+    #[test]
+    fn same_communities_on_one_thread_and_on_two() {
+        // Two threads draw the next pass's order while a pass runs; one thread draws it
+        // after: the same orders, moves and draws left for the caller.
+        let g = random_graph(5000, 20000, 4);
+        let run = |threads: usize| {
+            rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap().install(|| {
+                let mut r = rng::derive(4, "louvain", &[]);
+                (louvain(&g, 1.0, &mut r), r.random::<u64>())
+            })
+        };
+        let (one, two) = (run(1), run(2));
+        assert_eq!(one, two);
+        assert!(one.0.levels >= 2, "{} levels", one.0.levels);
     }
 
     #[test]
