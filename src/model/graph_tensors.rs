@@ -2,6 +2,8 @@
 //! self loops) and the per-edge weights of each normalisation, so that every forward
 //! pass only gathers and scatters.
 
+use std::sync::OnceLock;
+
 use burn::tensor::{Tensor, TensorCreationOptions};
 
 use super::propagate::{Edges, Strategy, column};
@@ -36,12 +38,21 @@ pub struct GraphTensors {
     num_nodes: usize,
     edges: Edges,
     looped: Edges,
-    mean_w: Tensor<2>,
-    sym_w: Tensor<2>,
-    gcn_w: Tensor<2>,
+    /// Each normalisation's weights: built with the graph, or — for a learned adjacency
+    /// ([`with_edge_weights`](Self::with_edge_weights)) — on first use, since a model
+    /// uses one (GCN's, SAGE's mean, KProp's symmetric) and each costs per-arc powers
+    /// every time the adjacency steps.
+    mean_w: OnceLock<Tensor<2>>,
+    sym_w: OnceLock<Tensor<2>>,
+    gcn_w: OnceLock<Tensor<2>>,
     /// The weights given to [`with_edge_weights`](Self::with_edge_weights), if any (a
-    /// checkpoint keeps a learned adjacency by them).
+    /// checkpoint keeps a learned adjacency by them), their in-degrees, and those
+    /// gathered at every edge's source and target (once, for every normalisation: the
+    /// autodiff graph, and the order in which the degrees' gradients add up, are then
+    /// those of building every normalisation at once).
     edge_weights: Option<Tensor<2>>,
+    degrees: Option<Tensor<2>>,
+    gathered: OnceLock<(Tensor<2>, Tensor<2>)>,
 }
 
 impl GraphTensors {
@@ -93,10 +104,12 @@ impl GraphTensors {
             num_nodes: n,
             edges,
             looped,
-            mean_w: column(&mean_w, &options),
-            sym_w: column(&sym_w, &options),
-            gcn_w: column(&gcn_w, &options),
+            mean_w: OnceLock::from(column(&mean_w, &options)),
+            sym_w: OnceLock::from(column(&sym_w, &options)),
+            gcn_w: OnceLock::from(column(&gcn_w, &options)),
             edge_weights: None,
+            degrees: None,
+            gathered: OnceLock::new(),
         })
     }
 
@@ -116,24 +129,35 @@ impl GraphTensors {
         }
         assert_eq!(w.dims(), [self.edges.len(), 1], "one weight per edge");
         let deg = self.edges.scatter_add(w.clone());
-        // The floor keeps every gradient finite where a node's in-weights all reach 0 (a
-        // learned adjacency removing them): d^{-1.5} at 1e-30 overflows f32, and 0·inf
-        // would make the masked gradient NaN. Weights are ≥ 0, so d < 1e-6 only there.
-        let inv_sqrt = |d: Tensor<2>| d.clone().greater_elem(0.0).float() * d.clamp_min(MIN_DEGREE).powf_scalar(-0.5);
-        let (d_src, d_dst) = (self.edges.gather_src(deg.clone()), self.edges.gather_dst(deg.clone()));
-        let edge_weights = Some(w.clone());
-        let mean_w = w.clone() / d_dst.clone().clamp_min(MIN_DEGREE);
-        let sym_w = w.clone() * inv_sqrt(d_src.clone()) * inv_sqrt(d_dst.clone());
-        let gcn_edges = w * d_src.add_scalar(1.0).powf_scalar(-0.5) * d_dst.add_scalar(1.0).powf_scalar(-0.5);
-        let gcn_w = Tensor::cat(vec![gcn_edges, deg.add_scalar(1.0).recip()], 0);
         GraphTensors {
             num_nodes: self.num_nodes,
             edges: self.edges.clone(),
             looped: self.looped.clone(),
-            mean_w,
-            sym_w,
-            gcn_w,
-            edge_weights,
+            mean_w: OnceLock::new(),
+            sym_w: OnceLock::new(),
+            gcn_w: OnceLock::new(),
+            edge_weights: Some(w),
+            degrees: Some(deg),
+            gathered: OnceLock::new(),
+        }
+    }
+
+    /// `norm`'s weights of the learned adjacency `w` with in-degrees `deg`.
+    fn weighted(&self, norm: Norm, w: &Tensor<2>, deg: &Tensor<2>) -> Tensor<2> {
+        // The floor keeps every gradient finite where a node's in-weights all reach 0 (a
+        // learned adjacency removing them): d^{-1.5} at 1e-30 overflows f32, and 0·inf
+        // would make the masked gradient NaN. Weights are ≥ 0, so d < 1e-6 only there.
+        let inv_sqrt = |d: Tensor<2>| d.clone().greater_elem(0.0).float() * d.clamp_min(MIN_DEGREE).powf_scalar(-0.5);
+        let (d_src, d_dst) = self.gathered.get_or_init(|| (self.edges.gather_src(deg.clone()), self.edges.gather_dst(deg.clone())));
+        let (d_src, d_dst) = (d_src.clone(), d_dst.clone());
+        match norm {
+            Norm::Sum => unreachable!("the plain sum is unweighted"),
+            Norm::Mean => w.clone() / d_dst.clamp_min(MIN_DEGREE),
+            Norm::Sym => w.clone() * inv_sqrt(d_src) * inv_sqrt(d_dst),
+            Norm::Gcn => {
+                let edges = w.clone() * d_src.add_scalar(1.0).powf_scalar(-0.5) * d_dst.add_scalar(1.0).powf_scalar(-0.5);
+                Tensor::cat(vec![edges, deg.clone().add_scalar(1.0).recip()], 0)
+            }
         }
     }
 
@@ -162,12 +186,17 @@ impl GraphTensors {
 
     /// Per-edge weights (`[E, 1]`) of `norm` over the edge set it uses; `None` for `Sum`.
     pub fn weights(&self, norm: Norm) -> Option<&Tensor<2>> {
-        match norm {
-            Norm::Sum => None,
-            Norm::Mean => Some(&self.mean_w),
-            Norm::Sym => Some(&self.sym_w),
-            Norm::Gcn => Some(&self.gcn_w),
-        }
+        let slot = match norm {
+            Norm::Sum => return None,
+            Norm::Mean => &self.mean_w,
+            Norm::Sym => &self.sym_w,
+            Norm::Gcn => &self.gcn_w,
+        };
+        Some(slot.get_or_init(|| {
+            let (w, deg) =
+                self.edge_weights.as_ref().zip(self.degrees.as_ref()).expect("an unweighted graph's normalisations are built with it");
+            self.weighted(norm, w, deg)
+        }))
     }
 
     /// `out[v] = Σ_{u→v} w_uv · x[u]` with the weights of `norm` (`x`: `[N, F]`).
@@ -237,6 +266,44 @@ mod tests {
                 assert!((f64::from(grad[i]) - numeric).abs() < 2e-3 * (1.0 + numeric.abs()), "{norm:?} w[{i}]: {} vs {numeric}", grad[i]);
             }
         }
+    }
+
+    /// A learned adjacency's normalisations are built on first use, but their gradient
+    /// is bit for bit that of building all three at once (as the weights were built
+    /// before): a model's GCN weights and a loss's symmetric ones (Solitude's label
+    /// smoothing) on a random graph.
+    #[test]
+    fn normalisations_built_on_use_give_the_gradients_of_building_all_at_once() {
+        use rand::Rng as _;
+        let (device, plain) = (Device::flex().autodiff(), Device::flex());
+        let mut r = crate::rng::derive(3, "test-graph", &[]);
+        let edges: Vec<(usize, usize)> = (0..400).map(|_| (r.random_range(0..60), r.random_range(0..60))).collect();
+        let g = GraphTensors::new(&Graph::from_edges(60, edges, "t").unwrap().0, &plain).unwrap();
+        let e = g.edges().len();
+        let x = Tensor::<2>::from_data(
+            TensorData::new((0..60 * 8).map(|_| r.random_range(-1.0f32..1.0)).collect::<Vec<_>>(), [60, 8]),
+            &device,
+        );
+        let w0: Vec<f32> = (0..e).map(|_| r.random_range(0.0f32..1.0)).collect();
+        let leaf = || Tensor::<2>::from_data(TensorData::new(w0.clone(), [e, 1]), &device).require_grad();
+        let square_sum = |t: Tensor<2>| (t.clone() * t).sum();
+        // All three at once, as `with_edge_weights` built them before.
+        let w = leaf();
+        let deg = g.edges.scatter_add(w.clone());
+        let inv_sqrt = |d: Tensor<2>| d.clone().greater_elem(0.0).float() * d.clamp_min(MIN_DEGREE).powf_scalar(-0.5);
+        let (d_src, d_dst) = (g.edges.gather_src(deg.clone()), g.edges.gather_dst(deg.clone()));
+        let _mean = w.clone() / d_dst.clone().clamp_min(MIN_DEGREE);
+        let sym = w.clone() * inv_sqrt(d_src.clone()) * inv_sqrt(d_dst.clone());
+        let gcn_edges = w.clone() * d_src.add_scalar(1.0).powf_scalar(-0.5) * d_dst.add_scalar(1.0).powf_scalar(-0.5);
+        let gcn = Tensor::cat(vec![gcn_edges, deg.add_scalar(1.0).recip()], 0);
+        let loss = square_sum(g.looped.propagate(x.clone(), Some(&gcn))) + square_sum(g.edges.propagate(x.clone(), Some(&sym)));
+        let want = w.grad(&loss.backward()).unwrap().into_data();
+        // On use.
+        let w = leaf();
+        let lazy = g.with_edge_weights(w.clone());
+        let loss = square_sum(lazy.propagate(x.clone(), Norm::Gcn)) + square_sum(lazy.propagate(x, Norm::Sym));
+        let got = w.grad(&loss.backward()).unwrap().into_data();
+        assert_eq!(got.as_slice::<f32>().unwrap(), want.as_slice::<f32>().unwrap());
     }
 
     /// A node whose in-weights all reach 0 or nearly (calibration removing its edges)
