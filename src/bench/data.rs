@@ -68,9 +68,10 @@ fn louvain_scaling(nodes: usize) -> Result<()> {
     });
     let secs = t.elapsed().as_secs_f64();
     println!(
-        "louvain {nodes:>8} nodes {:>8} edges | {secs:>6.2} s ({:.0} ns per edge) | {} levels, {passes} passes, {:.1} % of node visits evaluated, {:.1} adjacency entries read per arc | {} communities, modularity {:.4} | graph generated in {generate:.1} s",
+        "louvain {nodes:>8} nodes {:>8} edges | {secs:>6.2} s ({:.0} ns per edge, {} rayon thread(s)) | {} levels, {passes} passes, {:.1} % of node visits evaluated, {:.1} adjacency entries read per arc | {} communities, modularity {:.4} | graph generated in {generate:.1} s",
         ds.graph.num_edges(),
         secs * 1e9 / ds.graph.num_edges() as f64,
+        rayon::current_num_threads(),
         c.levels,
         100.0 * evaluated as f64 / visits.max(1) as f64,
         scanned as f64 / (2 * ds.graph.num_edges()).max(1) as f64,
