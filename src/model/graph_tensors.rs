@@ -45,13 +45,18 @@ pub struct GraphTensors {
     mean_w: OnceLock<Tensor<2>>,
     sym_w: OnceLock<Tensor<2>>,
     gcn_w: OnceLock<Tensor<2>>,
-    /// The weights given to [`with_edge_weights`](Self::with_edge_weights), if any (a
-    /// checkpoint keeps a learned adjacency by them), their in-degrees, and those
-    /// gathered at every edge's source and target (once, for every normalisation: the
-    /// autodiff graph, and the order in which the degrees' gradients add up, are then
-    /// those of building every normalisation at once).
-    edge_weights: Option<Tensor<2>>,
-    degrees: Option<Tensor<2>>,
+    /// The adjacency given to [`with_edge_weights`](Self::with_edge_weights), if any.
+    learned: Option<Learned>,
+}
+
+/// A learned adjacency: the weights (a checkpoint keeps it by them), their in-degrees,
+/// and those gathered at every edge's source and target — once, for every
+/// normalisation, so the autodiff graph and the order in which the degrees' gradients
+/// add up are those of building every normalisation at once.
+#[derive(Debug, Clone)]
+struct Learned {
+    weights: Tensor<2>,
+    degrees: Tensor<2>,
     gathered: OnceLock<(Tensor<2>, Tensor<2>)>,
 }
 
@@ -107,9 +112,7 @@ impl GraphTensors {
             mean_w: OnceLock::from(column(&mean_w, &options)),
             sym_w: OnceLock::from(column(&sym_w, &options)),
             gcn_w: OnceLock::from(column(&gcn_w, &options)),
-            edge_weights: None,
-            degrees: None,
-            gathered: OnceLock::new(),
+            learned: None,
         })
     }
 
@@ -136,19 +139,18 @@ impl GraphTensors {
             mean_w: OnceLock::new(),
             sym_w: OnceLock::new(),
             gcn_w: OnceLock::new(),
-            edge_weights: Some(w),
-            degrees: Some(deg),
-            gathered: OnceLock::new(),
+            learned: Some(Learned { weights: w, degrees: deg, gathered: OnceLock::new() }),
         }
     }
 
-    /// `norm`'s weights of the learned adjacency `w` with in-degrees `deg`.
-    fn weighted(&self, norm: Norm, w: &Tensor<2>, deg: &Tensor<2>) -> Tensor<2> {
+    /// `norm`'s weights of the learned adjacency.
+    fn weighted(&self, norm: Norm, learned: &Learned) -> Tensor<2> {
+        let Learned { weights: w, degrees: deg, gathered } = learned;
         // The floor keeps every gradient finite where a node's in-weights all reach 0 (a
         // learned adjacency removing them): d^{-1.5} at 1e-30 overflows f32, and 0·inf
         // would make the masked gradient NaN. Weights are ≥ 0, so d < 1e-6 only there.
         let inv_sqrt = |d: Tensor<2>| d.clone().greater_elem(0.0).float() * d.clamp_min(MIN_DEGREE).powf_scalar(-0.5);
-        let (d_src, d_dst) = self.gathered.get_or_init(|| (self.edges.gather_src(deg.clone()), self.edges.gather_dst(deg.clone())));
+        let (d_src, d_dst) = gathered.get_or_init(|| (self.edges.gather_src(deg.clone()), self.edges.gather_dst(deg.clone())));
         let (d_src, d_dst) = (d_src.clone(), d_dst.clone());
         match norm {
             Norm::Sum => unreachable!("the plain sum is unweighted"),
@@ -163,7 +165,7 @@ impl GraphTensors {
 
     /// The edge weights these tensors were built with (`None`: unweighted), on the host.
     pub fn edge_weights(&self) -> Option<Vec<f32>> {
-        let w = self.edge_weights.as_ref()?;
+        let w = &self.learned.as_ref()?.weights;
         Some(w.clone().into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert"))
     }
 
@@ -192,11 +194,11 @@ impl GraphTensors {
             Norm::Sym => &self.sym_w,
             Norm::Gcn => &self.gcn_w,
         };
-        Some(slot.get_or_init(|| {
-            let (w, deg) =
-                self.edge_weights.as_ref().zip(self.degrees.as_ref()).expect("an unweighted graph's normalisations are built with it");
-            self.weighted(norm, w, deg)
-        }))
+        Some(
+            slot.get_or_init(|| {
+                self.weighted(norm, self.learned.as_ref().expect("an unweighted graph's normalisations are built with it"))
+            }),
+        )
     }
 
     /// `out[v] = Σ_{u→v} w_uv · x[u]` with the weights of `norm` (`x`: `[N, F]`).
