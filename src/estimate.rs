@@ -332,6 +332,31 @@ const LOUVAIN_SECONDS: f64 = 0.85;
 
 /// Seconds of one run on one core, on a graph of `size`.
 pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
+    time(s, size).total()
+}
+
+/// A run's estimated seconds on one core of the model's machine, in two parts that
+/// another machine may run at different speeds (`speed` measures both).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Time {
+    /// Training (on the data the defenses leave: a dense output by gemm), work like it
+    /// that a defense declares (LPGNN's KProp), the attacks', the server's and the data
+    /// stages' work.
+    pub base: f64,
+    /// What the defenses add: their factors' share of training (DP-GNN's per-node
+    /// gradients and noise, edge RR's denser graph, Solitude's) and their own work per
+    /// epoch and round (Solitude's calibration, secure aggregation's masks).
+    pub defenses: f64,
+}
+
+impl Time {
+    pub fn total(&self) -> f64 {
+        self.base + self.defenses
+    }
+}
+
+/// [`seconds`] by part.
+pub fn time(s: &Scenario, size: &DataSize) -> Time {
     // A graph without features trains on one value per node; a feature mechanism's
     // output is dense.
     let (n, e) = (size.nodes, size.edges);
@@ -379,10 +404,11 @@ pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
     let rounds = s.federation.rounds as f64;
     // Only a round's sampled clients train: their share of the graph, and their count.
     let sampled = (run.clients_per_round / run.clients).min(1.0);
-    let (mut factor, mut extra) = (1.0, 0.0);
+    let (mut factor, mut extra, mut trains) = (1.0, 0.0, 0.0);
     for hint in &hints {
         factor *= hint.factor;
         extra += epochs * sampled * hint.seconds_per_epoch + rounds * hint.seconds_per_round;
+        trains += epochs * sampled * hint.training_per_epoch;
     }
     // Server work of the attacks, per run, measured on EC-LDA's Cora model and scaled by
     // the parameters they read (the quick matrix's 850-parameter model: next to nothing).
@@ -403,13 +429,11 @@ pub fn seconds(s: &Scenario, size: &DataSize) -> f64 {
     // (3.1 and 8.9 s measured) and checked on 10 (3.85 s measured, 3.8 modelled); the
     // defenses' and attacks' factors from the shipped Cora matrix's runs.
     let client_epoch = 2e-4 + per_parameter * run.parameters;
-    (epochs * (sampled * (training_seconds(epoch_work) + gemm_seconds + pair_seconds) + run.clients_per_round * client_epoch) * factor
-        + extra
-        + attacks
-        + rounds * 0.005
-        + generate
-        + louvain)
-        .max(0.02)
+    let training = epochs * (sampled * (training_seconds(epoch_work) + gemm_seconds + pair_seconds) + run.clients_per_round * client_epoch);
+    let base = training + trains + attacks + rounds * 0.005 + generate + louvain;
+    let defenses = training * (factor - 1.0) + extra;
+    // A run is never estimated below 20 ms (the process's own start and writes).
+    Time { base: base.max(0.02 - defenses), defenses }
 }
 
 /// The memory a run may take by default: 90 % of what the machine has available now
@@ -462,6 +486,13 @@ mod tests {
         // graph and Louvain.
         let fixed = 10.0 * 0.005 + (0.8e-6 * 4000.0 + 32e-9 * 20000.0) + LOUVAIN_SECONDS * (4000.0f64 / 5e5).powf(1.6);
         assert!(((cost("defenses: [dp-gnn]\n") - fixed) / (plain - fixed) - 22.0).abs() < 1e-9);
+        // By part: a plain run is all base; DP-GNN's 21 more trainings are its own work,
+        // LPGNN's KProp steps are training's kind of work.
+        let part = |extra: &str| time(&scenario(extra), &size());
+        assert_eq!(part("").defenses, 0.0);
+        let dp = part("defenses: [dp-gnn]\n");
+        assert!((dp.base - plain).abs() < 1e-12 && (dp.defenses - 21.0 * (plain - fixed)).abs() < 1e-9, "{dp:?}");
+        assert_eq!(part("defenses: [lpgnn]\n").defenses, 0.0);
         // A dense defense output's first product (1000 × 20 × 16) is charged at gemm's
         // rate, forward and backward, not at the sparse rate, in each of the 20 epochs.
         let dense = 20.0 * (2.0 * 320_000.0 / 3.5e10 - 3.0 * 320_000.0 / 1.46e10);

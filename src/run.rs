@@ -67,12 +67,22 @@ pub fn prepare_within(
     if synthetic {
         check(&DataSize::of_synthetic(&scenario.synthetic()))?;
     }
-    let seed = scenario.seed;
     let t = Instant::now();
-    let mut dataset = registry::load(&scenario.dataset.name, data_dir, &scenario.synthetic(), seed)?;
+    let dataset = registry::load(&scenario.dataset.name, data_dir, &scenario.synthetic(), scenario.seed)?;
     if !synthetic {
         check(&DataSize::of_dataset(&dataset))?;
     }
+    let load_ms = ms(t);
+    let mut prepared = prepare_dataset(scenario, dataset, log)?;
+    prepared.timings.load_ms += load_ms;
+    Ok(prepared)
+}
+
+/// [`prepare`] on a loaded `dataset` (in place of the scenario's): preprocess,
+/// partition and split as the scenario says.
+pub fn prepare_dataset(scenario: &Scenario, mut dataset: Dataset, log: &mut dyn FnMut(&str)) -> Result<Prepared> {
+    let seed = scenario.seed;
+    let t = Instant::now();
     let pre = &scenario.dataset.preprocess;
     if pre.lcc {
         dataset = dataset.largest_component();

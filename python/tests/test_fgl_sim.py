@@ -205,17 +205,20 @@ def test_quick_matrix_into_a_dataframe_as_in_a_notebook(cli, tmp_path):
         fgl_sim.matrix(tmp_path / "missing.yaml")
 
 
-def test_reproduce_returns_its_csv(cli, tmp_path):
+def test_reproduce_returns_its_csv(cli, tmp_path, monkeypatch):
     flags = dict(runs=1, setting="centralized", cell=["non-private", "rgnn-y3"], epochs=2)
     frame = fgl_sim.reproduce("rgnn", out=tmp_path / "py", quiet=True, **flags)
     cli("reproduce", "rgnn", "--runs", 1, "--setting", "centralized", "--cell", "non-private", "--cell", "rgnn-y3", "--epochs", 2, "--out", tmp_path / "cli")
     expected = pd.read_csv(tmp_path / "cli" / "reproduce.csv")
     pd.testing.assert_frame_equal(frame, expected)
     assert frame.attrs["results_dir"] == str(tmp_path / "py")
-    # dry_run: the plan the command line prints, nothing run or written.
+    # dry_run: the plan the command line prints, nothing run or written; the time factor
+    # pinned, since each would otherwise probe this machine's speed on its own.
+    monkeypatch.setenv("FGL_TIME_FACTOR", "0.5")
     plan = fgl_sim.reproduce("rgnn", out=tmp_path / "plan", dry_run=True, **flags)
     cli_plan = cli("reproduce", "rgnn", "--runs", 1, "--setting", "centralized", "--cell", "non-private", "--cell", "rgnn-y3", "--epochs", 2, "--out", tmp_path / "plan", "--dry-run")
     assert plan == cli_plan.stdout and "setting `centralized`: 2 cells × 1 runs" in plan, plan
+    assert plan.rstrip().endswith("times are the cost model's × 0.50 (FGL_TIME_FACTOR)"), plan
     assert not (tmp_path / "plan").exists()
     with pytest.raises(FglSimError, match="--nonsense"):
         fgl_sim.reproduce("rgnn", nonsense=1)

@@ -13,7 +13,8 @@ pub(super) fn matrix_cmd(
     use crate::matrix::{self, stats};
     let out = opts.out_dir(m);
     if dry_run {
-        let plan = matrix::plan(m, opts)?;
+        let speed = crate::speed::measure()?;
+        let plan = matrix::plan(m, opts, &speed)?;
         println!(
             "matrix `{}`: {} cells × {} seed(s) = {} runs{}; results in {}",
             m.name,
@@ -25,10 +26,11 @@ pub(super) fn matrix_cmd(
         );
         print!("{}", plan.table());
         println!(
-            "estimated wall time with {} run(s) at once: {} (rough: {} finished run(s) measured, the rest from a cost model; `?`: dataset not loadable here)",
+            "estimated wall time with {} run(s) at once: {} (rough: {} finished run(s) measured, the rest from a cost model; `?`: dataset not loadable here)\n{}",
             plan.jobs,
             matrix::Plan::human(plan.total_seconds),
-            plan.measured
+            plan.measured,
+            speed.describe()
         );
         return Ok(());
     }

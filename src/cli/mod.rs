@@ -599,8 +599,10 @@ fn estimate_cmd(scenario: &Scenario, file: &Path, opts: &RunOptions) -> Result<(
     for line in m.lines() {
         println!("  {line}");
     }
-    let seconds = crate::estimate::seconds(scenario, &size);
-    println!("time: about {seconds:.1} s on one core (rough: within a factor of ~3)");
+    let speed = crate::speed::measure()?;
+    let seconds = speed.scale(crate::estimate::time(scenario, &size));
+    let digits = if seconds < 10.0 { 2 } else { 1 };
+    println!("time: about {seconds:.digits$} s on one core (rough; {})", speed.describe());
     if let Some(limit) = opts.max_memory {
         run::check_memory(scenario, &size, threads, limit)?;
         println!("within --max-memory {}", crate::estimate::human(limit));

@@ -70,7 +70,7 @@ impl super::DefenseConfig for LpgnnConfig {
         // kx + ky = 20), plus the width's work at the forward-and-backward rate.
         let width = run.widths / run.layers.max(1) as f64;
         let step = (2.0 * run.edges + run.nodes) * (3.5e-8 + super::training_seconds(width));
-        super::CostHint { seconds_per_epoch: (self.kx + self.ky) as f64 * step, ..Default::default() }
+        super::CostHint { training_per_epoch: (self.kx + self.ky) as f64 * step, ..Default::default() }
     }
 
     fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {

@@ -64,12 +64,17 @@ pub fn training_seconds(work: f64) -> f64 {
 
 /// A defense's time relative to plain training (the epochs take `factor` times as long,
 /// plus `seconds_per_epoch` of work of its own over every client's part of the graph — a
-/// federation that samples clients pays the sampled share) and what it adds to the run's
-/// memory.
+/// federation that samples clients pays the sampled share — and `training_per_epoch` of
+/// work like training's) and what it adds to the run's memory. On another machine the
+/// first three scale as the defenses' own work, the last as training
+/// ([`crate::estimate::Time`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CostHint {
     pub factor: f64,
     pub seconds_per_epoch: f64,
+    /// Seconds per epoch of sparse propagation and products like training's (LPGNN's
+    /// KProp steps), over every client's part of the graph as `seconds_per_epoch`.
+    pub training_per_epoch: f64,
     /// Work of its own per round (an upload protocol's).
     pub seconds_per_round: f64,
     /// The clients' features become dense (a feature mechanism's output).
@@ -82,7 +87,15 @@ pub struct CostHint {
 
 impl Default for CostHint {
     fn default() -> Self {
-        CostHint { factor: 1.0, seconds_per_epoch: 0.0, seconds_per_round: 0.0, dense_features: false, extra_arcs: 0.0, extra_bytes: 0.0 }
+        CostHint {
+            factor: 1.0,
+            seconds_per_epoch: 0.0,
+            training_per_epoch: 0.0,
+            seconds_per_round: 0.0,
+            dense_features: false,
+            extra_arcs: 0.0,
+            extra_bytes: 0.0,
+        }
     }
 }
 

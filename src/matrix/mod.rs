@@ -322,8 +322,9 @@ impl Plan {
 }
 
 /// The cells, the runs each still needs, and an estimate of their time: from the
-/// finished runs of the same cell where there are any, else from [`estimates`].
-pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
+/// finished runs of the same cell where there are any, else from [`estimates`] scaled
+/// to this machine by `speed`.
+pub fn plan(m: &Matrix, opts: &MatrixOptions, speed: &crate::speed::Speed) -> Result<Plan> {
     opts.only.check(m)?;
     let rows = stats::collect(m, &opts.out_dir(m))?;
     let sizes = sizes(m, opts);
@@ -332,7 +333,7 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
     let mut lines = Vec::new();
     let mut measured = 0;
     for (c, (cell, size)) in m.cells.iter().zip(&sizes).enumerate().filter(|(c, _)| opts.only.selects(m, *c)) {
-        let model = size.map(|size| crate::estimate::seconds(&cell.scenario, &size));
+        let model = size.map(|size| speed.scale(crate::estimate::time(&cell.scenario, &size)));
         let memory = size.map(|size| crate::estimate::memory(&cell.scenario, &size, threads).bytes());
         let done: Vec<f64> = rows.iter().filter(|r| r.cell == c).filter_map(|r| Some(r.metrics.as_ref()?.total_seconds)).collect();
         let todo = m.seeds.len() - done.len();

@@ -1,0 +1,202 @@
+//! How fast this machine runs what the time model charges: `--dry-run`'s time estimates
+//! are [`estimate::seconds`] (one core of the machine the model was fitted on) times
+//! this machine's factor, measured by a short fixed run.
+//!
+//! The probe is a real run shaped like the runs the model is fitted to (EC-LDA's Cora
+//! setting: 2 708 nodes, 1 433 sparse binary features, 10 Fluid clients, the 512/64 GCN
+//! with a head, E = 5) on a generated graph, for 3 rounds on one thread — timed (best of
+//! three) and divided by the model's estimate of that same run. It needs no data and
+//! takes about a second. `FGL_TIME_FACTOR` pins the factor instead (a user who knows
+//! their machine, or two front ends that must print the same plan).
+
+use std::time::Instant;
+
+use rand::seq::index;
+
+use crate::backend;
+use crate::data::{CsrMatrix, Dataset, Features};
+use crate::error::{Error, Result};
+use crate::estimate::{self, DataSize};
+use crate::rng;
+use crate::run::{self, RunOptions};
+use crate::scenario::Scenario;
+
+/// The environment variable that pins the factor.
+pub const FACTOR_VAR: &str = "FGL_TIME_FACTOR";
+
+/// The probe's scenario; its features are replaced by [`FEATURES`] sparse ones.
+const PROBE: &str = "
+seed: 0
+dataset:
+  name: synthetic
+  synthetic: {nodes: 2708, classes: 7, avg_degree: 3.9, homophily: 0.8, feature_dim: 1, feature_signal: 0.4}
+split: {normal_below: 0.8, scope: per_client}
+partition: {method: fluid, clients: 10}
+model: {arch: gcn, layers: 2, hidden: [512, 64], dropout: 0.0, head: true}
+train: {optimizer: sgd, lr: 0.1, momentum: 0.0, weight_decay: 0.0, epochs: 5}
+federation: {rounds: 3, weighting: all}
+";
+
+/// Cora's bag of words: 1 433 columns, 18 ones a row on average (1.3 %).
+const FEATURES: (usize, usize) = (1433, 18);
+
+/// The second probe adds a defense to the first: DP-GNN as the Cora matrix runs it
+/// (per-node gradients and a noise draw per parameter each step), one round of one epoch.
+const DEFENDED: [&str; 4] = [
+    "defenses=[{kind: dp-gnn, sigma: null, target_epsilon: 1, max_degree: 5, clip: 0.1, batch_size: 64, small_clients: full-batch}]",
+    "train.lr=0.5",
+    "train.epochs=1",
+    "federation.rounds=1",
+];
+
+/// This machine against the time model's, per part of [`estimate::Time`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Speed {
+    /// Measured seconds over modelled seconds of training and the rest of a plain run.
+    pub base: f64,
+    /// The same for the defenses' own work: it gains less from wider vectors and
+    /// faster arithmetic (noise draws, per-arc work) than training's products.
+    pub defenses: f64,
+    /// The probes' best times and the model's estimates of them; `None` when pinned.
+    pub probe: Option<Probes>,
+}
+
+/// What the two probe runs took and what the model said of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Probes {
+    pub plain: (f64, estimate::Time),
+    pub defended: (f64, estimate::Time),
+}
+
+impl Speed {
+    /// An estimate of the model's machine in seconds of this one.
+    pub fn scale(&self, t: estimate::Time) -> f64 {
+        t.base * self.base + t.defenses * self.defenses
+    }
+
+    /// One line saying where the factors come from.
+    pub fn describe(&self) -> String {
+        match self.probe {
+            Some(Probes { plain: (plain, plain_model), defended: (defended, defended_model) }) => format!(
+                "times are the cost model's scaled to this machine by two probe runs: a plain one took {plain:.2} s where the model says {:.2} s \
+                 (training ×{:.2}), one with DP-GNN {defended:.2} s where it says {:.2} s (defenses' work ×{:.2}); {FACTOR_VAR} pins both",
+                plain_model.total(),
+                self.base,
+                defended_model.total(),
+                self.defenses
+            ),
+            None => format!("times are the cost model's × {:.2} ({FACTOR_VAR})", self.base),
+        }
+    }
+}
+
+/// The factors: `FGL_TIME_FACTOR` for both where set, else the probes', measured once
+/// per process (a Python session's plans all use the first one's).
+pub fn measure() -> Result<Speed> {
+    static PROBED: std::sync::Mutex<Option<Speed>> = std::sync::Mutex::new(None);
+    match std::env::var(FACTOR_VAR) {
+        Ok(text) => pinned(&text),
+        Err(std::env::VarError::NotPresent) => {
+            let mut probed = PROBED.lock().unwrap_or_else(|e| e.into_inner());
+            if probed.is_none() {
+                *probed = Some(probe()?);
+            }
+            Ok(probed.expect("just probed"))
+        }
+        Err(e) => Err(Error::param(FACTOR_VAR, format!("{e}; a number > 0, e.g. 0.5 on a machine twice as fast as the model's"))),
+    }
+}
+
+fn pinned(text: &str) -> Result<Speed> {
+    match text.trim().parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(Speed { base: f, defenses: f, probe: None }),
+        _ => Err(Error::param(FACTOR_VAR, format!("`{text}` is not a number > 0 (e.g. 0.5 on a machine twice as fast as the model's)"))),
+    }
+}
+
+/// The plain probe gives the base factor; the defended one, less its base part at that
+/// factor, the defenses' (kept within 1/4 … 4 × the base: a noisy probe never makes
+/// the defenses free or dominant).
+fn probe() -> Result<Speed> {
+    let plain = best_of(3, &[])?;
+    let defended = best_of(3, &DEFENDED)?;
+    let base = plain.0 / plain.1.total();
+    let defenses = ((defended.0 - base * defended.1.base) / defended.1.defenses).clamp(base / 4.0, base * 4.0);
+    Ok(Speed { base, defenses, probe: Some(Probes { plain, defended }) })
+}
+
+/// The best of `reps` runs of [`PROBE`] with `sets` on one thread, and the model's
+/// estimate of it.
+fn best_of(reps: usize, sets: &[&str]) -> Result<(f64, estimate::Time)> {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let scenario = Scenario::parse(PROBE, "<speed probe>", &sets)?;
+    let opts = RunOptions { threads: Some(1), quiet: true, ..RunOptions::default() };
+    let mut best = f64::INFINITY;
+    let mut modelled = None;
+    for _ in 0..reps {
+        let t = Instant::now();
+        backend::with_threads(Some(1), || {
+            let dataset = probe_dataset(&scenario)?;
+            modelled = Some(estimate::time(&scenario, &DataSize::of_dataset(&dataset)));
+            let prepared = run::prepare_dataset(&scenario, dataset, &mut |_| {})?;
+            run::train(&scenario, &prepared, &opts)
+        })?;
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    Ok((best, modelled.expect("at least one run")))
+}
+
+/// The scenario's generated graph with sparse binary features of Cora's shape.
+fn probe_dataset(scenario: &Scenario) -> Result<Dataset> {
+    let mut dataset = crate::data::synthetic::generate(&scenario.synthetic(), scenario.seed)?;
+    let (cols, per_row) = FEATURES;
+    let n = dataset.num_nodes();
+    let mut r = rng::derive(scenario.seed, "speed-probe-features", &[]);
+    let mut indices = Vec::with_capacity(n * per_row);
+    let mut indptr = vec![0];
+    for _ in 0..n {
+        let mut row: Vec<u32> = index::sample(&mut r, cols, per_row).into_iter().map(|c| c as u32).collect();
+        row.sort_unstable();
+        indices.extend(row);
+        indptr.push(indices.len());
+    }
+    let values = vec![1.0; indices.len()];
+    dataset.features = Some(Features::Sparse(CsrMatrix::canonical(n, cols, indptr, indices, values)));
+    Ok(dataset)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pinned_factor_must_be_a_positive_number() {
+        assert_eq!(pinned(" 0.5 ").unwrap(), Speed { base: 0.5, defenses: 0.5, probe: None });
+        assert_eq!(pinned("0.5").unwrap().scale(estimate::Time { base: 10.0, defenses: 2.0 }), 6.0);
+        for bad in ["0", "-1", "nan", "inf", "fast", ""] {
+            let e = pinned(bad).unwrap_err().to_string();
+            assert!(e.contains(FACTOR_VAR) && e.contains("> 0"), "{bad}: {e}");
+        }
+    }
+
+    /// The probes run and the factors are what their times say: the plain probe's time
+    /// over its estimate, and the defended probe's time, less its base part at that
+    /// factor, over its defense part; [`measure`] probes once per process.
+    #[test]
+    fn the_probes_time_real_runs_against_their_estimates() {
+        let s = probe().unwrap();
+        let p = s.probe.unwrap();
+        let ((plain, plain_model), (defended, defended_model)) = (p.plain, p.defended);
+        assert!(plain > 0.0 && plain_model.defenses == 0.0 && (s.base - plain / plain_model.total()).abs() < 1e-12, "{s:?}");
+        assert!(defended_model.defenses > 10.0 * defended_model.base, "DP-GNN's work is most of the second probe's: {s:?}");
+        let g = (defended - s.base * defended_model.base) / defended_model.defenses;
+        assert!((s.defenses - g.clamp(s.base / 4.0, 4.0 * s.base)).abs() < 1e-12, "{s:?}");
+        assert!((s.scale(defended_model) - defended).abs() < 1e-9 || s.defenses != g, "the factors give back the probe's time: {s:?}");
+        for f in [s.base, s.defenses] {
+            assert!(s.describe().contains(&format!("×{f:.2}")), "{}", s.describe());
+        }
+        if std::env::var(FACTOR_VAR).is_err() {
+            assert_eq!(measure().unwrap(), measure().unwrap(), "probed once");
+        }
+    }
+}
