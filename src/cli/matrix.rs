@@ -13,8 +13,7 @@ pub(super) fn matrix_cmd(
     use crate::matrix::{self, stats};
     let out = opts.out_dir(m);
     if dry_run {
-        let speed = crate::speed::measure()?;
-        let plan = matrix::plan(m, opts, &speed)?;
+        let plan = matrix::plan(m, opts)?;
         println!(
             "matrix `{}`: {} cells × {} seed(s) = {} runs{}; results in {}",
             m.name,
@@ -30,7 +29,7 @@ pub(super) fn matrix_cmd(
             plan.jobs,
             matrix::Plan::human(plan.total_seconds),
             plan.measured,
-            speed.describe()
+            plan.speed.describe()
         );
         return Ok(());
     }

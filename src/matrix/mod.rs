@@ -297,11 +297,13 @@ pub fn collect(m: &Matrix, opts: &MatrixOptions) -> Result<(PathBuf, Vec<stats::
 /// the estimated peak memory of one run.
 pub struct Plan {
     pub lines: Vec<(String, usize, Option<f64>, Option<f64>)>,
-    /// Estimated wall time with `jobs` at once (sum / jobs; rough).
+    /// Estimated wall time with `jobs` at once (sum / jobs, or / cores when fewer; rough).
     pub total_seconds: Option<f64>,
     pub measured: usize,
     /// Runs at once.
     pub jobs: usize,
+    /// This machine's speed the estimates are scaled by.
+    pub speed: crate::speed::Speed,
 }
 
 impl Plan {
@@ -323,13 +325,16 @@ impl Plan {
 
 /// The cells, the runs each still needs, and an estimate of their time: from the
 /// finished runs of the same cell where there are any, else from [`estimates`] scaled
-/// to this machine by `speed`.
-pub fn plan(m: &Matrix, opts: &MatrixOptions, speed: &crate::speed::Speed) -> Result<Plan> {
+/// to this machine ([`crate::speed`]).
+pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
     opts.only.check(m)?;
     let rows = stats::collect(m, &opts.out_dir(m))?;
     let sizes = sizes(m, opts);
     let jobs = opts.jobs.unwrap_or_else(backend::available_cores).max(1);
     let threads = (backend::available_cores() / jobs).max(1);
+    // More runs than cores share them: no faster than one per core.
+    let at_once = jobs.min(backend::available_cores());
+    let speed = crate::speed::measure()?;
     let mut lines = Vec::new();
     let mut measured = 0;
     for (c, (cell, size)) in m.cells.iter().zip(&sizes).enumerate().filter(|(c, _)| opts.only.selects(m, *c)) {
@@ -345,8 +350,8 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions, speed: &crate::speed::Speed) -> Re
         };
         lines.push((cell.id.clone(), todo, per_run.map(|t| t * todo as f64), memory));
     }
-    let total_seconds = lines.iter().map(|l| l.2).sum::<Option<f64>>().map(|t| t / jobs as f64);
-    Ok(Plan { lines, total_seconds, measured, jobs })
+    let total_seconds = lines.iter().map(|l| l.2).sum::<Option<f64>>().map(|t| t / at_once as f64);
+    Ok(Plan { lines, total_seconds, measured, jobs, speed })
 }
 
 /// Refuse the runs `todo` if the largest `jobs` of them, each on `threads` threads,
