@@ -306,6 +306,7 @@ fn reproduce_ec_lda_writes_the_shared_csv_contract() {
     let fresh = plan(&[]);
     assert!(fresh.starts_with("reproduce ec-lda on synthetic: 1 part(s), 12 runs (2 run(s) per cell); results in "), "{fresh}");
     assert!(fresh.contains("part `table`: 6 cells × 2 runs") && fresh.contains("estimated wall time: "), "{fresh}");
+    assert!(fresh.trim_end().lines().last().is_some_and(|l| l.contains("FGL_TIME_FACTOR")), "the model's estimates scaled: {fresh}");
     assert_eq!(cell_lines(&fresh).len(), 6, "{fresh}");
     assert!(cell_lines(&fresh).iter().all(|l| l.split_whitespace().nth(4) == Some("2")), "two runs to do per cell: {fresh}");
     assert!(!out.exists(), "a dry run writes nothing");
@@ -313,10 +314,11 @@ fn reproduce_ec_lda_writes_the_shared_csv_contract() {
     assert!(o.status.success(), "{}", stderr(&o));
     let csv = std::fs::read_to_string(out.join("reproduce.csv")).unwrap();
     // Over a finished reproduction (as --resume would see it) nothing is left to do, and
-    // the estimate comes from the measured runs.
+    // the estimate comes from the measured runs (no probe run).
     let done = plan(&["--resume"]);
     assert!(cell_lines(&done).iter().all(|l| l.split_whitespace().nth(4) == Some("0")), "{done}");
     assert!(done.contains("rough: 12 finished run(s) measured"), "{done}");
+    assert!(done.trim_end().ends_with("(no cost model needed)"), "{done}");
     let mut lines = csv.lines();
     assert_eq!(lines.next(), Some(fgl_sim::reproduce::CSV_HEADER));
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();

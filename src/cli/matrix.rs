@@ -29,7 +29,7 @@ pub(super) fn matrix_cmd(
             plan.jobs,
             matrix::Plan::human(plan.total_seconds),
             plan.measured,
-            plan.speed.describe()
+            plan.speed.map_or_else(|| "(no cost model needed)".to_string(), |s| s.describe())
         );
         return Ok(());
     }

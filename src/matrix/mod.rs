@@ -302,8 +302,9 @@ pub struct Plan {
     pub measured: usize,
     /// Runs at once.
     pub jobs: usize,
-    /// This machine's speed the estimates are scaled by.
-    pub speed: crate::speed::Speed,
+    /// This machine's speed the model's estimates are scaled by; `None` when every
+    /// estimate came from finished runs (no probe run).
+    pub speed: Option<crate::speed::Speed>,
 }
 
 impl Plan {
@@ -334,16 +335,24 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
     let threads = (backend::available_cores() / jobs).max(1);
     // More runs than cores share them: no faster than one per core.
     let at_once = jobs.min(backend::available_cores());
-    let speed = crate::speed::measure()?;
+    let mut speed = None;
     let mut lines = Vec::new();
     let mut measured = 0;
     for (c, (cell, size)) in m.cells.iter().zip(&sizes).enumerate().filter(|(c, _)| opts.only.selects(m, *c)) {
-        let model = size.map(|size| speed.scale(crate::estimate::time(&cell.scenario, &size)));
         let memory = size.map(|size| crate::estimate::memory(&cell.scenario, &size, threads).bytes());
         let done: Vec<f64> = rows.iter().filter(|r| r.cell == c).filter_map(|r| Some(r.metrics.as_ref()?.total_seconds)).collect();
         let todo = m.seeds.len() - done.len();
         let per_run = if done.is_empty() {
-            model
+            match size {
+                Some(size) => {
+                    let speed = match speed {
+                        Some(s) => s,
+                        None => *speed.insert(crate::speed::measure()?),
+                    };
+                    Some(speed.scale(crate::estimate::time(&cell.scenario, size)))
+                }
+                None => None,
+            }
         } else {
             measured += done.len();
             Some(done.iter().sum::<f64>() / done.len() as f64)

@@ -1009,7 +1009,7 @@ pub fn plan(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opt
         let m = super::matrix_of(&Planned::stem(table, opts, g), cells, opts.runs)?;
         let mopts = super::matrix_options(opts.run.clone(), Some(dir.join(g.name())));
         let plan = crate::matrix::plan(&m, &mopts)?;
-        speed = Some(plan.speed);
+        speed = speed.or(plan.speed);
         write!(text, "\n{kind} `{}`: {} cells × {} runs\n{}", g.name(), m.cells.len(), opts.runs, plan.table()).expect("string");
         writeln!(text, "{:>10}  with {} run(s) at once", crate::matrix::Plan::human(plan.total_seconds), plan.jobs).expect("string");
         total = total.zip(plan.total_seconds).map(|(a, b)| a + b);
@@ -1019,7 +1019,7 @@ pub fn plan(table: &PaperTable, opts: &TableOptions, variant: &Variant, out: Opt
         text,
         "\nestimated wall time: {} ({kind}s one after another; rough: {measured} finished run(s) measured, the rest from a cost model; `?`: dataset not loadable here)\n{}\n",
         crate::matrix::Plan::human(total),
-        speed.map_or_else(String::new, |s| s.describe())
+        speed.map_or_else(|| "(no cost model needed)".to_string(), |s| s.describe())
     )
     .expect("string");
     Ok(text)
