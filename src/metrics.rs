@@ -186,10 +186,18 @@ pub struct Timings {
     pub stages_ms: StageTimings,
     pub train_seconds: f64,
     pub round_seconds: Vec<f64>,
+    /// Leading rounds run once for runs that differ only in their attacks (`fgl-sim
+    /// matrix`): their `round_seconds` were measured in the run that ran them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub shared_rounds: usize,
     /// Milliseconds of the upload protocol's work per round (secure aggregation).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub upload_ms: Vec<f64>,
     pub total_ms: f64,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Score every report against `truth[client]` (true train-label counts; `link`: of

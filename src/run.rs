@@ -15,7 +15,7 @@ use crate::backend;
 use crate::data::{Dataset, DatasetStats, LinkSplit, Role, Split, Task, registry};
 use crate::error::{Error, Result};
 use crate::estimate::{self, DataSize};
-use crate::fed::checkpoint::{self, Checkpointing, FedState};
+use crate::fed::checkpoint::{self, Checkpointing, FedState, SharedRounds};
 use crate::fed::{ClientPipeline, FedResult, Federation, FederationSetup, Progress};
 use crate::metrics::{self, ClientMetrics, Metrics, StageTimings};
 use crate::partition::{self, Client, ClientReport, Partition, PartitionConfig};
@@ -199,6 +199,15 @@ pub struct RunOptions {
     /// Refuse, before any work, a scenario whose estimated peak memory exceeds this many
     /// bytes ([`estimate::memory`]); `None`: no check.
     pub max_memory: Option<f64>,
+    /// Rounds this run shares with runs of the same scenario but other attacks
+    /// ([`SharedRounds`], keyed by [`shared_key`]); its attacks must be plain FedAvg
+    /// through them.
+    pub shared: Option<Arc<SharedRounds>>,
+}
+
+/// What runs sharing rounds have in common: the resolved scenario without its attacks.
+pub fn shared_key(scenario: &Scenario) -> String {
+    Scenario { attacks: Vec::new(), ..scenario.clone() }.to_yaml()
 }
 
 pub use crate::results::CHECKPOINT_FILE;
@@ -303,11 +312,19 @@ fn train_named(scenario: &Scenario, stem: &str, prepared: &Prepared, opts: &RunO
         }
         crate::atomic::write_file(path, &checkpoint::encode(&c)?)
     };
+    if let Some(sh) = &opts.shared
+        && sh.key != shared_key(scenario)
+    {
+        return Err(Error::Other(
+            "rounds shared with a run of another scenario (runs may share rounds only when they differ in their attacks alone)".into(),
+        ));
+    }
     let checkpoints = Checkpointing {
         every: opts.checkpoint_every,
         resume,
         save: if opts.checkpoint.is_some() { Some(&mut write) } else { None },
         stop: opts.stop.as_deref(),
+        shared: opts.shared.as_deref(),
     };
     let result = backend::with_threads(opts.threads, || federation(scenario, prepared, progress)?.run_with(server.as_mut(), checkpoints));
     match (result, &opts.checkpoint) {
@@ -515,6 +532,7 @@ fn metrics_of(
             stages_ms: p.timings.clone(),
             train_seconds: train_s,
             round_seconds: fed.round_seconds.clone(),
+            shared_rounds: fed.shared_rounds,
             upload_ms: fed.upload.iter().flat_map(|u| u.rounds.iter().map(|r| r.ms)).collect(),
             total_ms,
         },

@@ -648,3 +648,40 @@ fn attacks_that_need_each_update_are_left_out_behind_secure_aggregation() {
     let e = load(&format!("{BASE}attacks: [ilrg]\ndefenses: [{{kind: dp-fedavg, clip: 1, noise_multiplier: 1}}]\nsweep: {{federation.client_fraction: [0.5]}}\n")).unwrap_err();
     assert!(e.contains("federation.sampling"), "{e}");
 }
+
+/// Runs that differ only in their attacks share the rounds before any attack acts
+/// (EC-LDA and LDA act in round 3 of 6 here: rounds 1–2 run once per defense and seed):
+/// the same `cells.csv` and `metrics.json` as with every run from round 1
+/// (`--no-shared-rounds`), and the runs that went on from a sibling's rounds say so.
+#[test]
+fn runs_sharing_their_first_rounds_give_the_numbers_of_runs_from_round_1() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}attacks: [ec-lda, [lda, uniform]]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1]}}}}, {{preset: dp-gnn, set: {{small_clients: full-batch}}}}]\nseeds: 2\n",
+        BASE.replace("rounds: 4", "rounds: 6")
+    );
+    let f = write(tmp.path(), "m.yaml", &text);
+    let (shared, alone) = (tmp.path().join("shared"), tmp.path().join("alone"));
+    assert!(matrix_cmd(&f, &shared, &["--jobs", "2"]).status.success());
+    assert!(matrix_cmd(&f, &alone, &["--jobs", "2", "--no-shared-rounds"]).status.success());
+    assert_eq!(csv_without_timings(&shared), csv_without_timings(&alone));
+    let metrics = |d: &Path, cell: &str, seed: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(d.join("cells").join(cell).join(seed).join("metrics.json")).unwrap()).unwrap()
+    };
+    let mut went_on = 0;
+    let dirs = run_dirs(&shared);
+    assert_eq!(dirs.len(), 12);
+    for (cell, seed, _) in dirs {
+        let (mut a, mut b) = (metrics(&shared, &cell, &seed), metrics(&alone, &cell, &seed));
+        if let Some(n) = a["timings"].get("shared_rounds") {
+            assert_eq!(n, 2, "{cell} {seed}");
+            went_on += 1;
+        }
+        assert!(b["timings"].get("shared_rounds").is_none());
+        a.as_object_mut().unwrap().remove("timings");
+        b.as_object_mut().unwrap().remove("timings");
+        assert_eq!(a, b, "{cell} {seed}");
+    }
+    // One run of each (defense, seed) pair went on from the other's rounds 1–2.
+    assert_eq!(went_on, 6);
+}

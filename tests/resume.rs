@@ -96,6 +96,73 @@ fn every_defense_and_attack_resumes_to_the_uninterrupted_numbers() {
     assert!(differ.is_empty(), "resumed after round 2, the numbers differ for: {differ:?}");
 }
 
+/// Runs that differ only in their attacks share their first rounds (`fgl-sim matrix`
+/// runs them once): for every defense, the passive attacks' run leaves its state after
+/// round 2 and EC-LDA's run goes on from it (both act in round 3 of 4); each ends with
+/// the numbers it gives alone from round 1. A strategy that acts within the shared
+/// rounds, or another scenario, is refused.
+#[test]
+fn runs_sharing_their_first_rounds_end_with_their_own_numbers() {
+    use fgl_sim::fed::checkpoint::SharedRounds;
+    let base = ["federation.rounds=4", "train.epochs=2", "model.head=true", "train.weight_decay=0"];
+    let rounds = |kinds: &[&str]| {
+        format!("attacks=[{}]", kinds.iter().map(|k| format!("{{kind: {k}, rounds: [3]}}")).collect::<Vec<_>>().join(", "))
+    };
+    let active = rounds(&["ec-lda"]);
+    let mut cases: Vec<(String, Vec<String>)> =
+        common::every_preset().into_iter().filter(|(what, _)| what.starts_with("defense")).collect();
+    cases.push((
+        "label-dp in two stages".into(),
+        vec!["defenses=[{kind: label-dp, mechanism: rr-with-prior, prior: global-model, stages: [0.5, 0.5], epsilon: 1}]".into()],
+    ));
+    cases.push((
+        "adam kept between rounds".into(),
+        vec!["train.optimizer=adam".into(), "train.lr=0.01".into(), "train.keep_optimizer_state=true".into()],
+    ));
+    let quiet = RunOptions { quiet: true, ..Default::default() };
+    let mut differ = Vec::new();
+    for (what, extra) in cases {
+        // Behind an aggregate only the attacks that read one apply.
+        let passive = match what.contains("secagg") || what.contains("dp-fedavg") {
+            true => rounds(&["lda", "uniform"]),
+            false => rounds(&["lda", "ilrg", "llg-star", "infiltrator", "uniform"]),
+        };
+        let (passive, active) = match what.as_str() {
+            // Adam's update is not a multiple of the gradient: the attacks read the exact one.
+            "adam kept between rounds" => (
+                "attacks=[{kind: lda, rounds: [3], gradient: exact}, {kind: infiltrator, rounds: [3]}]".to_string(),
+                "attacks=[{kind: ec-lda, rounds: [3], gradient: exact}]".to_string(),
+            ),
+            _ => (passive, active.clone()),
+        };
+        let with = |attacks: &str| {
+            scenario(&base.iter().map(|s| s.to_string()).chain(extra.clone()).chain([attacks.to_string()]).collect::<Vec<_>>())
+        };
+        let (first, second) = (with(&passive), with(&active));
+        let shared = Arc::new(SharedRounds::new(2, run::shared_key(&first)));
+        let opts = RunOptions { shared: Some(shared.clone()), ..quiet.clone() };
+        let first_shared = run::execute(&first, "shared", &opts).unwrap();
+        assert!(shared.is_filled(), "{what}");
+        let second_shared = run::execute(&second, "shared", &opts).unwrap();
+        let went_on: serde_json::Value = serde_json::from_str(&second_shared.metrics).unwrap();
+        assert_eq!(went_on["timings"]["shared_rounds"], 2, "{what}");
+        let alone = |s: &Scenario| numbers(&run::execute(s, "shared", &quiet).unwrap().metrics);
+        if numbers(&first_shared.metrics) != alone(&first) || numbers(&second_shared.metrics) != alone(&second) {
+            differ.push(what);
+        }
+    }
+    assert!(differ.is_empty(), "going on from shared rounds, the numbers differ for: {differ:?}");
+
+    // EC-LDA acting in round 2 cannot share rounds 1–2; nor can another scenario.
+    let s = scenario(&base.iter().map(|s| s.to_string()).chain(["attacks=[{kind: ec-lda, rounds: [2]}]".to_string()]).collect::<Vec<_>>());
+    let opts = RunOptions { shared: Some(Arc::new(SharedRounds::new(2, run::shared_key(&s)))), ..quiet.clone() };
+    let e = run::execute(&s, "shared", &opts).err().unwrap().to_string();
+    assert!(e.contains("not plain FedAvg through round 2"), "{e}");
+    let other = scenario(&["seed=1".to_string()]);
+    let e = run::execute(&other, "shared", &opts).err().unwrap().to_string();
+    assert!(e.contains("another scenario"), "{e}");
+}
+
 /// Checkpoints saved every round along the way change nothing, and a run can be stopped
 /// and resumed more than once.
 #[test]

@@ -267,6 +267,7 @@ def matrix(
     checkpoint_every: Optional[int] = None,
     max_memory: Union[None, str, int] = None,
     only: Optional[Mapping[str, Union[str, Sequence[str]]]] = None,
+    shared_rounds: bool = True,
     quiet: bool = False,
 ) -> pd.DataFrame:
     """Run an attack × defense matrix file (``fgl-sim matrix``) and return its ``cells.csv``.
@@ -276,6 +277,9 @@ def matrix(
     ``frame.attrs["results_dir"]``. Failed runs are listed in the frame and warned about.
     ``only`` (``--only``): run just the cells whose columns take the given values, e.g.
     ``{"defense": ["secagg", "dp-fedavg"]}``; the report still covers every cell.
+    ``shared_rounds=False`` (``--no-shared-rounds``): run every run from round 1, instead
+    of running once the rounds that runs differing only in their attacks have in common
+    (the same numbers either way).
     """
     dir, ran, skipped, failed, wall, message = _with_bar(
         "run",
@@ -291,6 +295,7 @@ def matrix(
                 f"{column}={values if isinstance(values, str) else ','.join(map(str, values))}"
                 for column, values in (only or {}).items()
             ],
+            shared_rounds=shared_rounds,
             progress=hook,
         ),
     )

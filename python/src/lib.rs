@@ -231,7 +231,7 @@ fn run_options(
 /// directory, runs made, runs already finished, runs failed, wall seconds, the CLI's
 /// failure message if some failed).
 #[pyfunction]
-#[pyo3(signature = (path, *, out=None, data_dir=None, jobs=None, checkpoint_every=None, max_memory=None, only=Vec::new(), progress=None))]
+#[pyo3(signature = (path, *, out=None, data_dir=None, jobs=None, checkpoint_every=None, max_memory=None, only=Vec::new(), shared_rounds=true, progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn matrix(
     py: Python<'_>,
@@ -242,6 +242,7 @@ fn matrix(
     checkpoint_every: Option<usize>,
     max_memory: Option<String>,
     only: Vec<String>,
+    shared_rounds: bool,
     progress: Option<Bound<'_, PyAny>>,
 ) -> PyResult<(String, usize, usize, usize, f64, Option<String>)> {
     if jobs == Some(0) {
@@ -262,6 +263,7 @@ fn matrix(
             max_memory,
             progress: hook,
             only,
+            no_shared_rounds: !shared_rounds,
         };
         fgl_sim::cli::run_matrix(&m, &opts)
     })?;

@@ -185,6 +185,9 @@ def test_quick_matrix_into_a_dataframe_as_in_a_notebook(cli, tmp_path):
     assert cells.attrs["results_dir"] == str(tmp_path / "py")
     assert cells.attrs["ran"] == 42 and cells.attrs["failed"] == 0
     assert (tmp_path / "py" / "report.html").exists()
+    # Every run from round 1 (`--no-shared-rounds`): the same numbers.
+    alone = fgl_sim.matrix("scenarios/matrix/quick.yaml", out=tmp_path / "alone", quiet=True, shared_rounds=False)
+    pd.testing.assert_frame_equal(cells.drop(columns=timed), alone.drop(columns=timed))
     # `only` runs a slice (here 2 cells × 3 seeds), as `--only`, the report over every cell.
     part = fgl_sim.matrix("scenarios/matrix/quick.yaml", out=tmp_path / "part", quiet=True, only={"defense": "none"})
     assert part.attrs["ran"] == 6 and (part["status"] == "missing").sum() == 54

@@ -139,6 +139,10 @@ impl ServerStrategy for EcLda {
         self.scaled.as_ref().map(|(_, p)| p.clone())
     }
 
+    fn plain_rounds(&self, rounds: usize) -> usize {
+        self.rounds.before_first(rounds)
+    }
+
     /// The scaled model is a cache of the current round: only the estimator's state lasts.
     fn save_state(&self) -> Result<Vec<u8>> {
         self.estimator.save_state()

@@ -155,6 +155,10 @@ impl ServerStrategy for Infiltrator {
         std::mem::take(&mut self.output)
     }
 
+    fn plain_rounds(&self, rounds: usize) -> usize {
+        self.config.rounds.before_first(rounds)
+    }
+
     fn save_state(&self) -> Result<Vec<u8>> {
         crate::fed::checkpoint::encode(&self.output)
     }

@@ -255,6 +255,9 @@ impl ServerStrategy for Composite {
         }
         out
     }
+    fn plain_rounds(&self, rounds: usize) -> usize {
+        self.attacks.iter().map(|a| a.plain_rounds(rounds)).min().unwrap_or(rounds)
+    }
     fn save_state(&self) -> Result<Vec<u8>> {
         let states = self.attacks.iter().map(|a| a.save_state()).collect::<Result<Vec<_>>>()?;
         crate::fed::checkpoint::encode(&states)

@@ -27,6 +27,13 @@ impl AttackRounds {
         }
     }
 
+    /// How many leading rounds of `rounds` come before the first of these: an attack
+    /// acting only in these rounds is plain FedAvg through them
+    /// ([`crate::fed::ServerStrategy::plain_rounds`]).
+    pub fn before_first(&self, rounds: usize) -> usize {
+        (1..=rounds).find(|&r| self.contains(r, rounds)).map_or(rounds, |r| r - 1)
+    }
+
     /// Whether an attack acting in these rounds reads `update` (a client that trained
     /// with weight > 0, in an attack round).
     pub fn reads(&self, ctx: &crate::fed::RoundContext, update: &crate::fed::ClientUpdate<'_>) -> bool {
@@ -102,6 +109,13 @@ mod tests {
         assert!(AttackRounds::List(vec![0]).validate(5, "x").is_err());
         assert!(AttackRounds::List(vec![6]).validate(5, "x").unwrap_err().to_string().contains("1..=5"));
         assert!(AttackRounds::Last.contains(7, 7) && !AttackRounds::Last.contains(6, 7));
+        assert_eq!(AttackRounds::Mid.before_first(200), 99);
+        assert_eq!(AttackRounds::Mid.before_first(1), 0);
+        assert_eq!(AttackRounds::Last.before_first(7), 6);
+        assert_eq!(AttackRounds::All.before_first(7), 0);
+        assert_eq!(AttackRounds::Every(3).before_first(7), 2);
+        assert_eq!(AttackRounds::List(vec![5, 2]).before_first(7), 1);
+        assert_eq!(AttackRounds::List(vec![9]).before_first(7), 7);
         for v in [AttackRounds::Mid, AttackRounds::Last, AttackRounds::All, AttackRounds::Every(3), AttackRounds::List(vec![2, 4])] {
             assert_eq!(r(&serde_norway::to_string(&v).unwrap()).unwrap(), v);
         }

@@ -146,6 +146,11 @@ enum Command {
         /// estimate (e.g. 8G; default: 90 % of the memory available now).
         #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
         max_memory: Option<f64>,
+        /// Run every run from round 1. By default runs that differ only in their attacks
+        /// run the rounds before any of their attacks acts once, and go on from there to
+        /// the same numbers (EC-LDA's run and the passive attacks' share rounds 1-99 of 200).
+        #[arg(long, conflicts_with_all = ["emit_jobs", "collect"])]
+        no_shared_rounds: bool,
         /// No progress bars.
         #[arg(long)]
         quiet: bool,
@@ -663,7 +668,20 @@ fn dispatch(command: Command) -> Result<()> {
             }
             Ok(())
         }
-        Command::Matrix { file, data, out, jobs, dry_run, emit_jobs, collect, only, checkpoint_every, max_memory, quiet } => {
+        Command::Matrix {
+            file,
+            data,
+            out,
+            jobs,
+            dry_run,
+            emit_jobs,
+            collect,
+            only,
+            checkpoint_every,
+            max_memory,
+            no_shared_rounds,
+            quiet,
+        } => {
             if jobs == Some(0) {
                 return Err(Error::param("--jobs", "at least 1 run at a time"));
             }
@@ -678,6 +696,7 @@ fn dispatch(command: Command) -> Result<()> {
                 max_memory: max_memory.or_else(crate::estimate::default_max_memory),
                 progress: Default::default(),
                 only: crate::matrix::select::Selection::parse(&only)?,
+                no_shared_rounds,
             };
             matrix::matrix_cmd(&m, &opts, dry_run, emit_jobs, collect)
         }

@@ -37,6 +37,10 @@ pub struct FedState {
     /// The upload protocol's state ([`super::upload::UploadProtocol::save_state`]).
     #[serde(default)]
     pub upload: Vec<u8>,
+    /// The leading rounds this run took from a sibling's ([`SharedRounds`]): their
+    /// metrics are the sibling's, their seconds were measured there.
+    #[serde(default)]
+    pub shared_rounds: usize,
 }
 
 /// What the rounds changed in one client.
@@ -64,6 +68,47 @@ pub struct LabelState {
 /// Where a federation's states go (a file, in `run`).
 pub type SaveState<'a> = dyn FnMut(&FedState) -> Result<()> + Send + 'a;
 
+/// The first `rounds` rounds of federations that differ only in their server strategies,
+/// run once: while a strategy is plain FedAvg ([`super::ServerStrategy::plain_rounds`])
+/// the rounds it sees are those of every other such strategy. The first run to finish
+/// round `rounds` leaves its state here; a run that finds one starts after it, its own
+/// strategy as set up. Every round's randomness comes from (seed, purpose, client,
+/// round) streams, so the run ends with the numbers it gives from round 1.
+pub struct SharedRounds {
+    pub rounds: usize,
+    /// What the runs have in common, as their caller words it (`run`: the resolved
+    /// scenario without its attacks); a run of another federation is refused.
+    pub key: String,
+    state: std::sync::Mutex<Option<FedState>>,
+}
+
+impl std::fmt::Debug for SharedRounds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedRounds").field("rounds", &self.rounds).field("filled", &self.is_filled()).finish_non_exhaustive()
+    }
+}
+
+impl SharedRounds {
+    pub fn new(rounds: usize, key: String) -> SharedRounds {
+        SharedRounds { rounds, key, state: std::sync::Mutex::new(None) }
+    }
+
+    /// The state after round `rounds`, once a run has left it.
+    pub fn state(&self) -> Option<FedState> {
+        self.state.lock().expect("no panic while holding the state").clone()
+    }
+
+    /// Leave `state` (after round `rounds`) for the other runs, unless one already has.
+    pub fn offer(&self, state: FedState) {
+        debug_assert_eq!(state.round, self.rounds);
+        self.state.lock().expect("no panic while holding the state").get_or_insert(state);
+    }
+
+    pub fn is_filled(&self) -> bool {
+        self.state.lock().expect("no panic while holding the state").is_some()
+    }
+}
+
 /// How a federation saves its state and where it starts from.
 #[derive(Default)]
 pub struct Checkpointing<'a> {
@@ -76,6 +121,9 @@ pub struct Checkpointing<'a> {
     /// Set (by a signal handler, or a test) to stop at the next round boundary, after
     /// saving: the run then ends with [`Error::Interrupted`].
     pub stop: Option<&'a AtomicBool>,
+    /// Rounds shared with runs that differ only in their strategies: start from their
+    /// state when one is there (and `resume` is not), or leave this run's.
+    pub shared: Option<&'a SharedRounds>,
 }
 
 /// State that a defense's instance keeps between rounds, saved in a checkpoint and put
@@ -133,6 +181,7 @@ mod tests {
             }],
             upload: vec![9],
             server: vec![9],
+            shared_rounds: 2,
         };
         let bytes = encode(&state).unwrap();
         assert_eq!(decode::<FedState>(&bytes, "state").unwrap(), state);

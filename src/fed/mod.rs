@@ -131,6 +131,9 @@ pub struct FedResult {
     /// Wall-clock seconds per round (not deterministic, reported under timings).
     #[serde(skip)]
     pub round_seconds: Vec<f64>,
+    /// Leading rounds taken from a sibling run ([`checkpoint::SharedRounds`]).
+    #[serde(skip)]
+    pub shared_rounds: usize,
 }
 
 /// One client's state: its defenses, its host data (as they transformed it), device
@@ -245,7 +248,25 @@ impl Federation {
     /// one as `checkpoints` says ([`checkpoint`]).
     pub fn run_with(&mut self, strategy: &mut dyn ServerStrategy, checkpoints: Checkpointing<'_>) -> Result<FedResult> {
         strategy.setup(&self.server)?;
-        let Checkpointing { every, resume, mut save, stop } = checkpoints;
+        let Checkpointing { every, mut resume, mut save, stop, shared } = checkpoints;
+        let rounds = self.setup.federation.rounds;
+        // Sharing rounds with another strategy's run is exact only while both are plain.
+        let mut shared_rounds = 0;
+        if let Some(sh) = shared {
+            if sh.rounds == 0 || sh.rounds >= rounds || strategy.plain_rounds(rounds) < sh.rounds {
+                return Err(Error::Other(format!(
+                    "server strategy `{}` is not plain FedAvg through round {} of {rounds}: it cannot share those rounds with another run",
+                    strategy.name(),
+                    sh.rounds
+                )));
+            }
+            if resume.is_none()
+                && let Some(state) = sh.state()
+            {
+                shared_rounds = state.round;
+                resume = Some(state);
+            }
+        }
         if save.is_some() || resume.is_some() {
             strategy.save_state()?; // a strategy that cannot be checkpointed is refused before round 1
         }
@@ -253,7 +274,6 @@ impl Federation {
         let mut global = ModelParams::of(&self.template);
         let parameters = global.num_values();
 
-        let rounds = self.setup.federation.rounds;
         let bar = progress_bar(rounds, self.setup.progress == Progress::Bar);
         let mut result = Vec::with_capacity(rounds);
         let mut round_seconds = Vec::with_capacity(rounds);
@@ -262,7 +282,11 @@ impl Federation {
         if let Some(state) = resume {
             start = state.round + 1;
             bar.set_position(state.round as u64);
-            (global, result, round_seconds, trained) = self.restore(state, strategy)?;
+            // A sibling's strategy state is not this strategy's: this one stays as set up,
+            // which is its state after rounds it was plain in.
+            let own_strategy = shared_rounds == 0;
+            shared_rounds = shared_rounds.max(state.shared_rounds);
+            (global, result, round_seconds, trained) = self.restore(state, own_strategy.then_some(&mut *strategy))?;
         }
         let cfg = &self.setup;
         let template = &self.template;
@@ -451,7 +475,11 @@ impl Federation {
                 && (stopped || every.is_some_and(|n| round % n == 0))
                 && let Some(save) = save.as_mut()
             {
-                save(&self.capture(round, &global, &result, &round_seconds, &trained, strategy)?)?;
+                let state = self.capture(round, &global, &result, &round_seconds, &trained, strategy)?;
+                save(&FedState { shared_rounds, ..state })?;
+            }
+            if let Some(sh) = shared.filter(|sh| sh.rounds == round && !sh.is_filled()) {
+                sh.offer(self.capture(round, &global, &result, &round_seconds, &trained, strategy)?);
             }
             if stopped && round < rounds {
                 bar.finish_and_clear();
@@ -498,6 +526,7 @@ impl Federation {
             trained_label_counts,
             upload,
             round_seconds,
+            shared_rounds,
         })
     }
 }
@@ -545,16 +574,18 @@ impl Federation {
             clients,
             server: strategy.save_state()?,
             upload: self.upload.as_ref().map(|p| p.save_state()).transpose()?.unwrap_or_default(),
+            shared_rounds: 0,
         })
     }
 
-    /// Put `state` back into this freshly built federation and `strategy` (set up);
+    /// Put `state` back into this freshly built federation and `strategy` (set up; `None`:
+    /// it stays as set up, the state being a sibling run's);
     /// returns the global model, metrics, round seconds and rounds trained per client.
     #[allow(clippy::type_complexity)]
     fn restore(
         &mut self,
         state: FedState,
-        strategy: &mut dyn ServerStrategy,
+        strategy: Option<&mut dyn ServerStrategy>,
     ) -> Result<(ModelParams, Vec<RoundMetrics>, Vec<f64>, Vec<usize>)> {
         let fail = |msg: String| Err(Error::Other(format!("checkpoint does not fit this federation: {msg}")));
         let own = ModelParams::of(&self.template);
@@ -595,7 +626,9 @@ impl Federation {
             }
             s.defenses.restore_states(&c.defenses)?;
         }
-        strategy.restore_state(&state.server)?;
+        if let Some(strategy) = strategy {
+            strategy.restore_state(&state.server)?;
+        }
         if let Some(p) = self.upload.as_mut() {
             p.restore_state(&state.upload)?;
         }

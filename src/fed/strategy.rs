@@ -285,6 +285,15 @@ pub trait ServerStrategy: Send {
         AttackOutput::default()
     }
 
+    /// How many leading rounds of a federation of `rounds` this strategy is plain FedAvg
+    /// in: it sends the global model, reads no update, aggregates by FedAvg and keeps
+    /// the aggregate, queries no client, and its state stays as [`setup`](Self::setup)
+    /// left it. Runs that differ only in their strategies then share those rounds
+    /// (`fgl-sim matrix` runs them once). 0, the default, promises nothing.
+    fn plain_rounds(&self, _rounds: usize) -> usize {
+        0
+    }
+
     /// Everything the strategy has gathered so far, for a checkpoint between rounds
     /// (encode it with [`super::checkpoint::encode`]). A strategy that cannot be
     /// checkpointed says so, and a run that asks for checkpoints is refused before round 1.
@@ -314,6 +323,10 @@ pub struct FedAvg;
 impl ServerStrategy for FedAvg {
     fn name(&self) -> &str {
         "fedavg"
+    }
+
+    fn plain_rounds(&self, rounds: usize) -> usize {
+        rounds
     }
 
     /// FedAvg keeps nothing between rounds.

@@ -29,6 +29,7 @@ pub use spec::{BuiltCell, Cell, Matrix};
 use crate::backend;
 use crate::error::{Error, Result};
 use crate::fed::Progress;
+use crate::fed::checkpoint::SharedRounds;
 use crate::run::{self, RunOptions};
 
 /// Run every job, several at once, and return the results in job order. An experiment
@@ -105,6 +106,9 @@ pub struct MatrixOptions {
     /// `--only`: run (and plan) the selected cells' runs alone; the report still covers
     /// every cell.
     pub only: select::Selection,
+    /// `--no-shared-rounds`: run every run from round 1, instead of running once the
+    /// rounds that runs differing only in their attacks have in common ([`families`]).
+    pub no_shared_rounds: bool,
 }
 
 impl MatrixOptions {
@@ -191,29 +195,38 @@ fn execute_sized(
     }
     let t = Instant::now();
     let finished = std::sync::atomic::AtomicUsize::new(0);
+    let families =
+        if opts.no_shared_rounds { todo.iter().map(|&r| Family { runs: vec![r], shared: 0 }).collect() } else { families(m, &todo) };
     run_concurrently(
-        &todo,
+        &families,
         Some(threads),
         Some(jobs),
-        |&(c, _)| cost(c),
-        |&(c, seed), threads| {
-            if opts.stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst)) {
-                return Err(Error::Interrupted("stopped before this run started".into()));
-            }
-            let cell = &m.cells[c];
-            let line = multi.add(indicatif::ProgressBar::new_spinner());
-            line.set_style(indicatif::ProgressStyle::with_template("  {msg}").expect("template"));
-            let name = format!("{} seed {seed}", cell.id);
-            line.set_message(name.clone());
-            let hook_line = line.clone();
-            let hook: Arc<dyn Fn(usize, usize) + Send + Sync> =
-                Arc::new(move |r, n| hook_line.set_message(format!("{name}: round {r}/{n}")));
-            run_one(m, c, seed, &out, opts, threads, Progress::Hook(hook))?;
-            line.finish_and_clear();
-            multi.remove(&line);
-            bar.inc(1);
-            if let Progress::Hook(hook) = &opts.progress {
-                hook(finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1, todo.len());
+        |f| f.runs.iter().map(|&(c, _)| cost(c)).fold(0u32, u32::saturating_add),
+        |family, threads| {
+            // The first run to pass the shared rounds leaves its state; the others start from it.
+            let shared = (family.shared > 0).then(|| {
+                let (c, seed) = family.runs[0];
+                Arc::new(SharedRounds::new(family.shared, run::shared_key(&m.cells[c].scenario_for(seed))))
+            });
+            for &(c, seed) in &family.runs {
+                if opts.stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst)) {
+                    return Err(Error::Interrupted("stopped before this run started".into()));
+                }
+                let cell = &m.cells[c];
+                let line = multi.add(indicatif::ProgressBar::new_spinner());
+                line.set_style(indicatif::ProgressStyle::with_template("  {msg}").expect("template"));
+                let name = format!("{} seed {seed}", cell.id);
+                line.set_message(name.clone());
+                let hook_line = line.clone();
+                let hook: Arc<dyn Fn(usize, usize) + Send + Sync> =
+                    Arc::new(move |r, n| hook_line.set_message(format!("{name}: round {r}/{n}")));
+                run_one(m, c, seed, &out, opts, threads, Progress::Hook(hook), shared.clone())?;
+                line.finish_and_clear();
+                multi.remove(&line);
+                bar.inc(1);
+                if let Progress::Hook(hook) = &opts.progress {
+                    hook(finished.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1, todo.len());
+                }
             }
             Ok(())
         },
@@ -241,9 +254,60 @@ fn execute_sized(
     Ok(Outcome { out, ran: todo.len(), skipped, failed, wall_seconds, rows })
 }
 
+/// Runs that differ only in their attacks, and the leading rounds they share.
+struct Family {
+    runs: Vec<(usize, u64)>,
+    /// Rounds run once for them all (0: none).
+    shared: usize,
+}
+
+/// The runs `todo` grouped into families of runs that differ only in their attacks
+/// (same cell parameters otherwise, same seed), in `todo` order. A family shares the
+/// rounds before any of its attacks acts ([`crate::fed::ServerStrategy::plain_rounds`]):
+/// its first run leaves its state after them, the others go on from it, to the numbers
+/// they give from round 1. In the shipped matrices each defense's EC-LDA run and its
+/// passive attacks' run share rounds 1–99 of 200.
+fn families(m: &Matrix, todo: &[(usize, u64)]) -> Vec<Family> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut families: Vec<Family> = Vec::new();
+    for &(c, seed) in todo {
+        let scenario = m.cells[c].scenario_for(seed);
+        let rounds = scenario.federation.rounds;
+        let plain = scenario.server().map_or(0, |s| s.plain_rounds(rounds)).min(rounds.saturating_sub(1));
+        let key = run::shared_key(&scenario);
+        match keys.iter().position(|k| *k == key) {
+            Some(i) => {
+                families[i].runs.push((c, seed));
+                families[i].shared = families[i].shared.min(plain);
+            }
+            None => {
+                keys.push(key);
+                families.push(Family { runs: vec![(c, seed)], shared: plain });
+            }
+        }
+    }
+    for f in &mut families {
+        if f.runs.len() == 1 {
+            f.shared = 0;
+        }
+    }
+    families
+}
+
 /// Run one (cell, seed) and write its directory: its results, or its error when it
-/// failed; `Err` only when the directory cannot be written.
-fn run_one(m: &Matrix, c: usize, seed: u64, out: &Path, opts: &MatrixOptions, threads: usize, progress: Progress) -> Result<()> {
+/// failed; `Err` only when the directory cannot be written. `shared`: rounds it shares
+/// with the other runs of its family.
+#[allow(clippy::too_many_arguments)]
+fn run_one(
+    m: &Matrix,
+    c: usize,
+    seed: u64,
+    out: &Path,
+    opts: &MatrixOptions,
+    threads: usize,
+    progress: Progress,
+    shared: Option<Arc<SharedRounds>>,
+) -> Result<()> {
     let cell = &m.cells[c];
     let scenario = cell.scenario_for(seed);
     let stem = format!("{},seed={seed}", cell.id);
@@ -256,6 +320,7 @@ fn run_one(m: &Matrix, c: usize, seed: u64, out: &Path, opts: &MatrixOptions, th
         checkpoint: Some(checkpoint.clone()),
         checkpoint_every: opts.checkpoint_every,
         stop: opts.stop.clone(),
+        shared,
         ..Default::default()
     };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run::execute(&scenario, &stem, &ropts)));
@@ -338,6 +403,21 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
     let mut speed = None;
     let mut lines = Vec::new();
     let mut measured = 0;
+    // A run that goes on from its family's shared rounds skips their share of its time.
+    let mut share = vec![0.0; m.cells.len()];
+    if !opts.no_shared_rounds {
+        let out = opts.out_dir(m);
+        let todo: Vec<(usize, u64)> = m
+            .runs()
+            .into_iter()
+            .filter(|&(c, s)| opts.only.selects(m, c) && record::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished)
+            .collect();
+        for f in families(m, &todo) {
+            for &(c, _) in &f.runs[1..] {
+                share[c] += f.shared as f64 / m.cells[c].scenario.federation.rounds as f64;
+            }
+        }
+    }
     for (c, (cell, size)) in m.cells.iter().zip(&sizes).enumerate().filter(|(c, _)| opts.only.selects(m, *c)) {
         let memory = size.map(|size| crate::estimate::memory(&cell.scenario, &size, threads).bytes());
         let done: Vec<f64> = rows.iter().filter(|r| r.cell == c).filter_map(|r| Some(r.metrics.as_ref()?.total_seconds)).collect();
@@ -357,7 +437,7 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
             measured += done.len();
             Some(done.iter().sum::<f64>() / done.len() as f64)
         };
-        lines.push((cell.id.clone(), todo, per_run.map(|t| t * todo as f64), memory));
+        lines.push((cell.id.clone(), todo, per_run.map(|t| t * (todo as f64 - share[c]).max(0.0)), memory));
     }
     let total_seconds = lines.iter().map(|l| l.2).sum::<Option<f64>>().map(|t| t / at_once as f64);
     Ok(Plan { lines, total_seconds, measured, jobs, speed })

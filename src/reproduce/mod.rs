@@ -82,6 +82,7 @@ pub(crate) fn matrix_options(opts: RunOptions, out: Option<PathBuf>) -> MatrixOp
         max_memory: opts.max_memory,
         progress: opts.progress.unwrap_or_default(),
         only: Default::default(),
+        no_shared_rounds: false,
     }
 }
 
