@@ -504,14 +504,15 @@ mod tests {
         // Attacks: their seconds on EC-LDA's Cora model, scaled by the parameters (404).
         assert!((cost("attacks: [llg-star]\n") - plain - 5.0 * 404.0 / 767_495.0).abs() < 1e-9);
         assert_eq!(cost("attacks: [uniform]\ndefenses: [ldp-labels]\n"), plain);
-        // SecAgg: per mask stream 0.24 ms and 6.2 ns per parameter, 4 clients with 3
-        // neighbours each and a self mask, per round; SecAgg+ with 2 neighbours: 3 streams
-        // per client.
-        let per_stream = 2.4e-4 + 6.2e-9 * 404.0;
+        // SecAgg, 4 clients with 3 neighbours each, 10 rounds: keys 0.24 ms per client and
+        // neighbour; per parameter 27 ns per client and 3.5 ns per stream expanded — 4 self
+        // masks twice, 6 pair masks; SecAgg+ with 2 neighbours: 4 pair masks.
         let secagg = cost("defenses: [secagg]\n") - plain;
-        assert!((secagg - 10.0 * 4.0 * 4.0 * per_stream).abs() < 1e-12, "{secagg}");
+        let want = 10.0 * (2.4e-4 * 4.0 * 4.0 + 404.0 * (2.7e-8 * 4.0 + 3.5e-9 * (8.0 + 6.0)));
+        assert!((secagg - want).abs() < 1e-12, "{secagg} vs {want}");
         let plus = cost("defenses: [{kind: secagg, neighbors: 2}]\n") - plain;
-        assert!((plus - 10.0 * 4.0 * 3.0 * per_stream).abs() < 1e-12, "{plus}");
+        let want = 10.0 * (2.4e-4 * 4.0 * 3.0 + 404.0 * (2.7e-8 * 4.0 + 3.5e-9 * (8.0 + 4.0)));
+        assert!((plus - want).abs() < 1e-12, "{plus} vs {want}");
         // Client sampling: a tenth of the clients per round train a tenth of the graph
         // (fixed round size or Poisson alike); the rest of the run is unchanged.
         // A defense's own work per epoch (Solitude's calibration) is over every client's

@@ -42,6 +42,14 @@ impl Keystream {
         Self(ctr::Ctr128BE::new(&key.into(), &[0u8; 16].into()))
     }
 
+    /// The stream of `key` from its `start`-th value on (CTR mode seeks).
+    pub fn at(key: [u8; 32], start: u64) -> Self {
+        use ctr::cipher::StreamCipherSeek as _;
+        let mut s = Self::new(key);
+        s.0.seek(start * 8);
+        s
+    }
+
     /// `out.len()` further values of the stream, each 8 bytes little-endian.
     pub fn fill(&mut self, out: &mut [u64]) {
         use ctr::cipher::StreamCipher as _;
@@ -162,6 +170,11 @@ mod tests {
         stream.fill(&mut first);
         stream.fill(&mut rest);
         assert_eq!([first, rest].concat(), expected);
+        for start in [0, 1, 3, 5] {
+            let mut from = vec![0u64; 8 - start];
+            Keystream::at(key, start as u64).fill(&mut from);
+            assert_eq!(from, expected[start..], "from value {start}");
+        }
         let mut other = vec![0u64; 8];
         Keystream::new([0; 32]).fill(&mut other);
         assert_ne!(other, expected, "the stream depends on the key");
