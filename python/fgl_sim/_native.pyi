@@ -48,9 +48,10 @@ def matrix(
     checkpoint_every: Optional[int] = None,
     max_memory: Optional[str] = None,
     only: Sequence[str] = (),
+    shared_rounds: bool = True,
     progress: Progress = None,
 ) -> Tuple[str, int, int, int, float, Optional[str]]:
-    """Run a matrix (``only``: ``--only`` arguments, ``COLUMN=VALUE[,VALUE…]``); returns (report directory, runs made, already finished, failed, wall seconds, failure message)."""
+    """Run a matrix (``only``: ``--only`` arguments, ``COLUMN=VALUE[,VALUE…]``; ``shared_rounds=False``: ``--no-shared-rounds``); returns (report directory, runs made, already finished, failed, wall seconds, failure message)."""
 
 def reproduce(args: Sequence[str], *, progress: Progress = None) -> str:
     """``fgl-sim reproduce ARGS…``; returns the results directory."""

@@ -248,6 +248,18 @@ struct Keys {
     b: [u8; 32],
 }
 
+impl Keys {
+    /// A client's two key pairs' secrets and its self-mask seed, from its stream `r`.
+    fn draw(r: &mut Rng) -> Keys {
+        let mut bytes = || {
+            let mut b = [0u8; 32];
+            r.fill_bytes(&mut b);
+            b
+        };
+        Keys { c: StaticSecret::from(bytes()), s: StaticSecret::from(bytes()), b: bytes() }
+    }
+}
+
 /// The encoded inputs of one round: per participant, its id and its vector in Z_{2^64}.
 pub(crate) struct RoundInput {
     pub round: u64,
@@ -418,15 +430,7 @@ impl SecAgg {
         // 1. Keys, from each client's own stream.
         let keys: Vec<Keys> = ids
             .iter()
-            .map(|&id| {
-                let mut r = rng::derive(self.seed, "secagg-keys", &[round, id as u64]);
-                let mut bytes = || {
-                    let mut b = [0u8; 32];
-                    r.fill_bytes(&mut b);
-                    b
-                };
-                Keys { c: StaticSecret::from(bytes()), s: StaticSecret::from(bytes()), b: bytes() }
-            })
+            .map(|&id| Keys::draw(&mut rng::derive(self.seed, "secagg-keys", &[round, id as u64])))
             .collect();
         let c_pk: Vec<PublicKey> = keys.iter().map(|k| PublicKey::from(&k.c)).collect();
         let s_pk: Vec<PublicKey> = keys.iter().map(|k| PublicKey::from(&k.s)).collect();
@@ -806,17 +810,7 @@ mod tests {
             let input = round_input(n, len, &dropped);
             let p = protocol(neighbors, 0.0);
             let neighbours = p.neighbours(input.round, n);
-            let keys: Vec<Keys> = (0..n)
-                .map(|u| {
-                    let mut r = rng::derive(u as u64, "test-keys", &[]);
-                    let mut bytes = || {
-                        let mut b = [0u8; 32];
-                        r.fill_bytes(&mut b);
-                        b
-                    };
-                    Keys { c: StaticSecret::from(bytes()), s: StaticSecret::from(bytes()), b: bytes() }
-                })
-                .collect();
+            let keys: Vec<Keys> = (0..n).map(|u| Keys::draw(&mut rng::derive(u as u64, "test-keys", &[]))).collect();
             let s_pk: Vec<PublicKey> = keys.iter().map(|k| PublicKey::from(&k.s)).collect();
             let survivors: Vec<usize> = (0..n).filter(|u| !dropped.contains(u)).collect();
             let by_each: Vec<Vec<u64>> = survivors
