@@ -280,20 +280,31 @@ fn kdf(label: &str, parts: &[&[u8]]) -> [u8; 32] {
     h.finalize().into()
 }
 
+/// The key of the AES-256-CTR keystream a 32-byte mask seed expands to.
+fn prg_key(seed: &[u8; 32]) -> [u8; 32] {
+    kdf("fgl-sim secagg prg", &[seed])
+}
+
+/// `y` + `mask` (or with `subtract` `y` − `mask`) in Z_{2^64}, value by value.
+fn add_mask(y: &mut [u64], mask: &[u64], subtract: bool) {
+    if subtract {
+        y.iter_mut().zip(mask).for_each(|(a, m)| *a = a.wrapping_sub(*m));
+    } else {
+        y.iter_mut().zip(mask).for_each(|(a, m)| *a = a.wrapping_add(*m));
+    }
+}
+
 /// Adds to `y` (or with `subtract` takes from it) the mask a 32-byte seed expands to:
 /// `y.len()` values of Z_{2^64} from the AES-256-CTR keystream keyed by SHA-256 of the
-/// seed. Most of the protocol's time; a 4 KiB block at a time stays in L1.
+/// seed (the server's unmasking; the clients' masks: [`masked_inputs`]). A 4 KiB block
+/// at a time stays in L1.
 fn apply_mask(y: &mut [u64], seed: &[u8; 32], subtract: bool) {
-    let mut stream = rng::Keystream::new(kdf("fgl-sim secagg prg", &[seed]));
+    let mut stream = rng::Keystream::new(prg_key(seed));
     let mut block = [0u64; 512];
     for chunk in y.chunks_mut(block.len()) {
         let mask = &mut block[..chunk.len()];
         stream.fill(mask);
-        if subtract {
-            chunk.iter_mut().zip(mask.iter()).for_each(|(a, m)| *a = a.wrapping_sub(*m));
-        } else {
-            chunk.iter_mut().zip(mask.iter()).for_each(|(a, m)| *a = a.wrapping_add(*m));
-        }
+        add_mask(chunk, mask, subtract);
     }
 }
 
@@ -310,10 +321,9 @@ fn masked_inputs(input: &RoundInput, keys: &[Keys], s_pk: &[PublicKey], neighbou
     /// A keystream's key and who applies it: (slot k in `survivors`, adds it or takes it).
     type Stream = ([u8; 32], Vec<(usize, bool)>);
     let slot = |u: usize| survivors.iter().position(|&x| x == u).expect("a survivor");
-    let prg = |seed: &[u8; 32]| kdf("fgl-sim secagg prg", &[seed]);
     let mut streams: Vec<Stream> = Vec::new();
     for (k, &u) in survivors.iter().enumerate() {
-        streams.push((prg(&keys[u].b), vec![(k, true)]));
+        streams.push((prg_key(&keys[u].b), vec![(k, true)]));
         for &v in &neighbours[u] {
             // u adds the pair's mask if ids[u] < ids[v]; a surviving v takes it (its
             // own sign is the opposite), so the pair is expanded once, from its lower slot.
@@ -321,7 +331,7 @@ fn masked_inputs(input: &RoundInput, keys: &[Keys], s_pk: &[PublicKey], neighbou
             if !dropped[v] && v < u {
                 continue;
             }
-            let key = prg(keys[u].s.diffie_hellman(&s_pk[v]).as_bytes());
+            let key = prg_key(keys[u].s.diffie_hellman(&s_pk[v]).as_bytes());
             let mut users = vec![(k, add)];
             if !dropped[v] {
                 users.push((slot(v), !add));
@@ -344,11 +354,7 @@ fn masked_inputs(input: &RoundInput, keys: &[Keys], s_pk: &[PublicKey], neighbou
             let mask = &mut mask[..n];
             rng::Keystream::at(*key, (b * BLOCK) as u64).fill(mask);
             for &(k, add) in users {
-                if add {
-                    ys[k].iter_mut().zip(mask.iter()).for_each(|(a, m)| *a = a.wrapping_add(*m));
-                } else {
-                    ys[k].iter_mut().zip(mask.iter()).for_each(|(a, m)| *a = a.wrapping_sub(*m));
-                }
+                add_mask(ys[k], mask, !add);
             }
         }
     });

@@ -195,8 +195,11 @@ fn execute_sized(
     }
     let t = Instant::now();
     let finished = std::sync::atomic::AtomicUsize::new(0);
-    let families =
-        if opts.no_shared_rounds { todo.iter().map(|&r| Family { runs: vec![r], shared: 0 }).collect() } else { families(m, &todo) };
+    let families = if opts.no_shared_rounds {
+        todo.iter().map(|&r| Family { runs: vec![r], shared: 0, key: String::new() }).collect()
+    } else {
+        families(m, &todo)
+    };
     run_concurrently(
         &families,
         Some(threads),
@@ -204,10 +207,7 @@ fn execute_sized(
         |f| f.runs.iter().map(|&(c, _)| cost(c)).fold(0u32, u32::saturating_add),
         |family, threads| {
             // The first run to pass the shared rounds leaves its state; the others start from it.
-            let shared = (family.shared > 0).then(|| {
-                let (c, seed) = family.runs[0];
-                Arc::new(SharedRounds::new(family.shared, run::shared_key(&m.cells[c].scenario_for(seed))))
-            });
+            let shared = (family.shared > 0).then(|| Arc::new(SharedRounds::new(family.shared, family.key.clone())));
             for &(c, seed) in &family.runs {
                 if opts.stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst)) {
                     return Err(Error::Interrupted("stopped before this run started".into()));
@@ -259,6 +259,8 @@ struct Family {
     runs: Vec<(usize, u64)>,
     /// Rounds run once for them all (0: none).
     shared: usize,
+    /// What they have in common ([`run::shared_key`]).
+    key: String,
 }
 
 /// The runs `todo` grouped into families of runs that differ only in their attacks
@@ -268,22 +270,18 @@ struct Family {
 /// they give from round 1. In the shipped matrices each defense's EC-LDA run and its
 /// passive attacks' run share rounds 1–99 of 200.
 fn families(m: &Matrix, todo: &[(usize, u64)]) -> Vec<Family> {
-    let mut keys: Vec<String> = Vec::new();
     let mut families: Vec<Family> = Vec::new();
     for &(c, seed) in todo {
         let scenario = m.cells[c].scenario_for(seed);
         let rounds = scenario.federation.rounds;
         let plain = scenario.server().map_or(0, |s| s.plain_rounds(rounds)).min(rounds.saturating_sub(1));
         let key = run::shared_key(&scenario);
-        match keys.iter().position(|k| *k == key) {
-            Some(i) => {
-                families[i].runs.push((c, seed));
-                families[i].shared = families[i].shared.min(plain);
+        match families.iter_mut().find(|f| f.key == key) {
+            Some(f) => {
+                f.runs.push((c, seed));
+                f.shared = f.shared.min(plain);
             }
-            None => {
-                keys.push(key);
-                families.push(Family { runs: vec![(c, seed)], shared: plain });
-            }
+            None => families.push(Family { runs: vec![(c, seed)], shared: plain, key }),
         }
     }
     for f in &mut families {
