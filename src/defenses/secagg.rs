@@ -29,8 +29,8 @@
 //!
 //! Cryptography from crates.io, not hand-written: `x25519-dalek` (dalek-cryptography,
 //! constant-time key agreement), `chacha20poly1305` (RustCrypto AEAD), `sha2`
-//! (RustCrypto) for key derivation, `aes` + `ctr` (RustCrypto; AES-256-CTR as the PRG, the
-//! choice of Google's SecAgg implementation, AES-NI at run time) and `sharks` for
+//! (RustCrypto) for key derivation, `aes` (RustCrypto; AES-256 in counter mode as the PRG,
+//! the choice of Google's SecAgg implementation, VAES or AES-NI at run time) and `sharks` for
 //! the secret sharing over GF(256) (at most 255 shares of a secret: a client and at
 //! most 254 neighbours, so SecAgg over more than 255 clients needs `neighbors`). Keys are
 //! drawn from the scenario's seeded streams — a simulation that repeats, not a
@@ -134,16 +134,19 @@ impl super::DefenseConfig for SecAggConfig {
     const TASKS: &'static [crate::data::Task] = crate::data::Task::ALL;
 
     /// Per client and neighbour ≈ 0.24 ms for the keys (agreement, shares, their
-    /// encryption); per parameter ≈ 27 ns per client (fixed point, masked copy, decoding)
-    /// and ≈ 3.5 ns per AES-256-CTR stream expanded: each client's self mask twice (by the
-    /// client, then by the server), each pair's mask once ([`masked_inputs`]). Fitted on one
-    /// thread (AMD EPYC, AVX2, AES-NI), 10 clients, EC-LDA's 1433 → 512 → 64: 0.50 s per
-    /// round more than plain FedAvg when every stream was expanded by each of its clients,
-    /// 0.76 × that since (the ratio measured on an AVX-512 host).
+    /// encryption); per parameter ≈ 8 ns per client (fixed point, the server's sum,
+    /// decoding) and ≈ 1.3 ns per AES-256-CTR stream expanded (each client's self mask
+    /// twice, by the client and by the server; each pair's mask once, [`mask_inputs`]),
+    /// and under `dp` ≈ 17.5 ns per client for its share of the noise. In the units of
+    /// the AVX2 host the time model is written in: measured on an AVX-512 host (one
+    /// thread, 10 and 50 clients, EC-LDA's 1433 → 512 → 64) and scaled by the keys' cost,
+    /// unchanged code, 2.4× slower on the AVX2 host. Before VAES and the in-place masking
+    /// the per-parameter figures were 27 ns and 3.5 ns.
     fn cost(&self, run: &super::RunSize) -> super::CostHint {
         let k = run.clients_per_round;
         let n = self.neighbors.map_or(k - 1.0, |n| (n as f64).min(k - 1.0));
-        let per_parameter = 2.7e-8 * k + 3.5e-9 * k * (2.0 + n / 2.0);
+        let noise = if self.dp.is_some() { 1.75e-8 * k } else { 0.0 };
+        let per_parameter = 8e-9 * k + 1.3e-9 * k * (2.0 + n / 2.0) + noise;
         super::CostHint { seconds_per_round: 2.4e-4 * k * (1.0 + n) + per_parameter * run.parameters, ..Default::default() }
     }
 
@@ -261,6 +264,7 @@ impl Keys {
 }
 
 /// The encoded inputs of one round: per participant, its id and its vector in Z_{2^64}.
+#[derive(Clone)]
 pub(crate) struct RoundInput {
     pub round: u64,
     pub ids: Vec<usize>,
@@ -285,18 +289,47 @@ fn prg_key(seed: &[u8; 32]) -> [u8; 32] {
     kdf("fgl-sim secagg prg", &[seed])
 }
 
-/// `y` + `mask` (or with `subtract` `y` − `mask`) in Z_{2^64}, value by value.
-fn add_mask(y: &mut [u64], mask: &[u64], subtract: bool) {
+/// `y` + `x` (or with `subtract` `y` − `x`) in Z_{2^64}, value by value: a mask put on or
+/// taken off, a masked input added to the server's sum.
+fn add_wrapping(y: &mut [u64], x: &[u64], subtract: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") {
+        // SAFETY: the CPU has AVX-512F (checked just above).
+        return unsafe { add_wrapping_avx512(y, x, subtract) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        return unsafe { add_wrapping_avx2(y, x, subtract) };
+    }
+    add_wrapping_portable(y, x, subtract)
+}
+
+/// The same loop for 512-bit vectors (integer sums: the width changes no value).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn add_wrapping_avx512(y: &mut [u64], x: &[u64], subtract: bool) {
+    add_wrapping_portable(y, x, subtract)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn add_wrapping_avx2(y: &mut [u64], x: &[u64], subtract: bool) {
+    add_wrapping_portable(y, x, subtract)
+}
+
+#[inline(always)]
+fn add_wrapping_portable(y: &mut [u64], x: &[u64], subtract: bool) {
     if subtract {
-        y.iter_mut().zip(mask).for_each(|(a, m)| *a = a.wrapping_sub(*m));
+        y.iter_mut().zip(x).for_each(|(a, m)| *a = a.wrapping_sub(*m));
     } else {
-        y.iter_mut().zip(mask).for_each(|(a, m)| *a = a.wrapping_add(*m));
+        y.iter_mut().zip(x).for_each(|(a, m)| *a = a.wrapping_add(*m));
     }
 }
 
 /// Adds to `y` (or with `subtract` takes from it) the mask a 32-byte seed expands to:
 /// `y.len()` values of Z_{2^64} from the AES-256-CTR keystream keyed by SHA-256 of the
-/// seed (the server's unmasking; the clients' masks: [`masked_inputs`]). A 4 KiB block
+/// seed (the server's unmasking; the clients' masks: [`mask_inputs`]). A 4 KiB block
 /// at a time stays in L1.
 fn apply_mask(y: &mut [u64], seed: &[u8; 32], subtract: bool) {
     let mut stream = rng::Keystream::new(prg_key(seed));
@@ -304,19 +337,20 @@ fn apply_mask(y: &mut [u64], seed: &[u8; 32], subtract: bool) {
     for chunk in y.chunks_mut(block.len()) {
         let mask = &mut block[..chunk.len()];
         stream.fill(mask);
-        add_mask(chunk, mask, subtract);
+        add_wrapping(chunk, mask, subtract);
     }
 }
 
-/// Step 3, the survivors' masked inputs y_u = x_u + PRG(b_u) + Σ_v ±PRG(s_uv), in
-/// `survivors` order. Two survivors expand the same keystream for the mask they share
+/// Step 3: each survivor's input x_u becomes its masked input y_u = x_u + PRG(b_u) +
+/// Σ_v ±PRG(s_uv), in place (a dropped client's input is never sent: left as it is).
+/// Two survivors expand the same keystream for the mask they share
 /// (X25519 agrees: s_u·S_v = s_v·S_u), so it is expanded once and added to one, taken
 /// from the other: the values each client would compute, for about half the keystream.
 /// The work goes a block of coordinates at a time (CTR mode seeks), every client's block
 /// in cache while all its masks are applied, the blocks spread over the threads.
-fn masked_inputs(input: &RoundInput, keys: &[Keys], s_pk: &[PublicKey], neighbours: &[Vec<usize>], survivors: &[usize]) -> Vec<Vec<u64>> {
-    const BLOCK: usize = 4096;
+fn mask_inputs(input: &mut RoundInput, keys: &[Keys], s_pk: &[PublicKey], neighbours: &[Vec<usize>]) {
     let RoundInput { ids, inputs, dropped, .. } = input;
+    let survivors: Vec<usize> = (0..ids.len()).filter(|&u| !dropped[u]).collect();
     let len = inputs.first().map_or(0, Vec::len);
     /// A keystream's key and who applies it: (slot k in `survivors`, adds it or takes it).
     type Stream = ([u8; 32], Vec<(usize, bool)>);
@@ -339,10 +373,9 @@ fn masked_inputs(input: &RoundInput, keys: &[Keys], s_pk: &[PublicKey], neighbou
             streams.push((key, users));
         }
     }
-    let mut masked: Vec<Vec<u64>> = survivors.iter().map(|&u| inputs[u].clone()).collect();
     // blocks[b][k]: survivor k's coordinates of block b.
     let mut blocks: Vec<Vec<&mut [u64]>> = (0..len.div_ceil(BLOCK)).map(|_| Vec::with_capacity(survivors.len())).collect();
-    for y in masked.iter_mut() {
+    for (y, _) in inputs.iter_mut().zip(dropped.iter()).filter(|(_, d)| !**d) {
         for (b, chunk) in y.chunks_mut(BLOCK).enumerate() {
             blocks[b].push(chunk);
         }
@@ -354,12 +387,15 @@ fn masked_inputs(input: &RoundInput, keys: &[Keys], s_pk: &[PublicKey], neighbou
             let mask = &mut mask[..n];
             rng::Keystream::at(*key, (b * BLOCK) as u64).fill(mask);
             for &(k, add) in users {
-                add_mask(ys[k], mask, !add);
+                add_wrapping(ys[k], mask, !add);
             }
         }
     });
-    masked
 }
+
+/// The coordinates a block of the masking and of the server's sum covers: 32 KiB of each
+/// vector, in cache while all its masks (or all the survivors' inputs) are added.
+const BLOCK: usize = 4096;
 
 fn nonce(round: u64, from: usize, to: usize) -> [u8; 12] {
     let mut n = [0u8; 12];
@@ -415,11 +451,11 @@ impl SecAgg {
     /// when too few shares survived to unmask it: the round is aborted, its reason in
     /// the cost), and what it cost. Tampering is an error. `tamper` breaks the protocol
     /// on purpose (tests).
-    pub(crate) fn aggregate(&self, input: &RoundInput, tamper: Tamper) -> Result<(Option<Vec<u64>>, ProtocolCost)> {
+    pub(crate) fn aggregate(&self, mut input: RoundInput, tamper: Tamper) -> Result<(Option<Vec<u64>>, ProtocolCost)> {
         let t0 = Instant::now();
-        let RoundInput { round, ids, inputs, dropped } = input;
-        let (round, n) = (*round, ids.len());
-        let len = inputs.first().map_or(0, Vec::len);
+        let (round, n) = (input.round, input.ids.len());
+        let len = input.inputs.first().map_or(0, Vec::len);
+        let (ids, dropped) = (input.ids.clone(), input.dropped.clone());
         let neighbours = self.neighbours(round, n);
         let holders = Self::holders(&neighbours);
         let fail = |msg: String| Error::Other(format!("secure aggregation, round {round}: {msg}; nothing aggregated"));
@@ -490,7 +526,7 @@ impl SecAgg {
         if survivors.is_empty() {
             return Ok((None, cost(&bytes_sent, server_bytes, Some("no client of the round survived to send its masked update".into()))));
         }
-        let masked = masked_inputs(input, &keys, &s_pk, &neighbours, &survivors);
+        mask_inputs(&mut input, &keys, &s_pk, &neighbours);
         for &u in &survivors {
             bytes_sent[u] += 8.0 * len as f64;
             server_bytes += 8.0 * len as f64;
@@ -534,12 +570,14 @@ impl SecAgg {
                 server_bytes += SHARE_LEN as f64;
             }
         }
-        let mut sum = vec![0u64; len];
-        for y in &masked {
-            for (a, v) in sum.iter_mut().zip(y) {
-                *a = a.wrapping_add(*v);
+        // The server adds up the masked inputs it received, a block at a time.
+        let mut masked: Vec<Vec<u64>> = input.inputs.into_iter().zip(&dropped).filter(|(_, d)| !**d).map(|(y, _)| y).collect();
+        let mut sum = masked.swap_remove(0);
+        sum.par_chunks_mut(BLOCK).enumerate().for_each(|(b, s)| {
+            for y in &masked {
+                add_wrapping(s, &y[b * BLOCK..][..s.len()], false);
             }
-        }
+        });
         for &u in &survivors {
             let t = self.cfg.t(holders[u].len());
             if b_shares[u].len() < t {
@@ -596,13 +634,33 @@ pub fn time_round(cfg: &SecAggConfig, clients: usize, len: usize, dropped: usize
         inputs: (0..clients).map(|_| (0..len).map(|_| r.random::<u64>()).collect()).collect(),
         dropped: (0..clients).map(|i| i < dropped).collect(),
     };
-    Ok(protocol.aggregate(&input, Tamper::None)?.1)
+    Ok(protocol.aggregate(input, Tamper::None)?.1)
 }
 
-/// Fixed point in Z_{2^64}: round(v·2^f) as a two's-complement i64.
+/// Fixed point in Z_{2^64}: round(v·2^f) (half away from zero, as `f64::round`) as a
+/// two's-complement i64; `None` unless |v·2^f| < 2^62.
 fn encode(v: f64, scale: f64) -> Option<u64> {
-    let x = (v * scale).round();
-    (x.abs() < 2f64.powi(62)).then_some(x as i64 as u64)
+    let x = v * scale;
+    if x.is_nan() || x.abs() >= 2f64.powi(62) {
+        return None;
+    }
+    // f64::round without its library call (no SSE4.1 in the baseline target): the cast
+    // truncates exactly here, and x − trunc(x) is exact (a float's fractional part is
+    // representable; from 2^52 on x is an integer and it is 0). No branch on the
+    // fraction: it is a coin toss on real updates, and mispredicted half the time.
+    let t = x as i64;
+    let frac = x - t as f64;
+    Some((t + i64::from(frac >= 0.5) - i64::from(frac <= -0.5)) as u64)
+}
+
+/// `values` (then `last`) in fixed point, each |v| < `limit` (else `None`).
+fn encode_all(values: impl Iterator<Item = f64>, last: f64, len: usize, scale: f64, limit: f64) -> Option<Vec<u64>> {
+    let mut out = Vec::with_capacity(len + 1);
+    values.chain([last]).try_for_each(|v| {
+        out.push(encode(v, scale).filter(|_| v.abs() < limit)?);
+        Some(())
+    })?;
+    Some(out)
 }
 
 fn decode(x: u64, scale: f64) -> f64 {
@@ -625,27 +683,23 @@ impl UploadProtocol for SecAgg {
         let scale = 2f64.powi(self.cfg.fraction_bits as i32);
         let limit = 2f64.powi(62) / scale / uploads.len().max(1) as f64;
         let ids: Vec<usize> = uploads.iter().map(|u| u.client).collect();
+        let len: usize = uploads.first().map_or(0, |u| u.sent.tensors.iter().map(|t| t.values.len()).sum());
         // Each client encodes its own input (in parallel: one client's work, no shared state).
         let inputs = uploads
             .par_iter()
             .map(|u| {
-                let encode_all = |values: &mut dyn Iterator<Item = f64>| {
-                    values.map(|v| encode(v, scale).filter(|_| v.abs() < limit)).collect::<Option<Vec<u64>>>()
-                };
                 let encoded = match &self.cfg.dp {
                     None => {
                         let w = u.weight as f64;
-                        encode_all(&mut u.delta().into_iter().flatten().map(|d| w * d).chain([w]))
+                        encode_all(u.delta_values().map(|d| w * d), w, len, scale, limit)
                     }
                     // The client's own step before it masks: clip, add its share of the noise.
                     Some(dp) => {
-                        let d: Vec<f64> = u.delta().into_iter().flatten().collect();
-                        let shrink = crate::privacy::clip_scale(crate::privacy::l2_norm(d.iter().copied()), dp.clip);
+                        let shrink = crate::privacy::clip_scale(crate::privacy::l2_norm(u.delta_values()), dp.clip);
                         let std = dp.z() * dp.clip / (dp.min_clients as f64).sqrt();
                         let mut r = rng::derive(self.seed, "secagg-dp-noise", &[ctx.round as u64, u.client as u64]);
-                        encode_all(
-                            &mut d.into_iter().map(|v| v * shrink + std * rand_distr::Distribution::<f64>::sample(&rand_distr::StandardNormal, &mut r)).chain([1.0]),
-                        )
+                        let mut noise = move || rand_distr::Distribution::<f64>::sample(&rand_distr::StandardNormal, &mut r);
+                        encode_all(u.delta_values().map(|v| v * shrink + std * noise()), 1.0, len, scale, limit)
                     }
                 };
                 encoded.ok_or_else(|| {
@@ -662,7 +716,7 @@ impl UploadProtocol for SecAgg {
             return Ok(Combined { mean_update: Vec::new(), contributors: Vec::new(), weight: 0 });
         }
         let input = RoundInput { round: ctx.round as u64, ids: ids.clone(), inputs, dropped: dropped.clone() };
-        let (sum, cost) = self.aggregate(&input, Tamper::None)?;
+        let (sum, cost) = self.aggregate(input, Tamper::None)?;
         self.costs.push(cost);
         // Too many dropouts: the round is aborted (its reason in the report), the model
         // broadcast stays.
@@ -688,8 +742,15 @@ impl UploadProtocol for SecAgg {
             return Ok(Combined { mean_update: Vec::new(), contributors, weight });
         }
         let shapes: Vec<usize> = uploads[0].sent.tensors.iter().map(|t| t.values.len()).collect();
-        let mut values = sum[..sum.len() - 1].iter().map(|&x| decode(x, scale) / total);
-        let mean_update = shapes.iter().map(|&n| values.by_ref().take(n).collect()).collect();
+        let mut rest = &sum[..sum.len() - 1];
+        let mean_update = shapes
+            .iter()
+            .map(|&n| {
+                let (tensor, tail) = rest.split_at(n);
+                rest = tail;
+                tensor.iter().map(|&x| decode(x, scale) / total).collect()
+            })
+            .collect();
         Ok(Combined { mean_update, contributors, weight })
     }
 
@@ -831,7 +892,35 @@ mod tests {
                     y
                 })
                 .collect();
-            assert_eq!(masked_inputs(&input, &keys, &s_pk, &neighbours, &survivors), by_each, "{neighbors:?}, n = {n}, len {len}");
+            let mut masked = input.clone();
+            mask_inputs(&mut masked, &keys, &s_pk, &neighbours);
+            let sent: Vec<Vec<u64>> = survivors.iter().map(|&u| masked.inputs[u].clone()).collect();
+            assert_eq!(sent, by_each, "{neighbors:?}, n = {n}, len {len}");
+            for &u in &dropped {
+                assert_eq!(masked.inputs[u], input.inputs[u], "a dropped client's input is left as it is");
+            }
+        }
+    }
+
+    /// The fixed-point encoding rounds as `f64::round` (half away from zero) everywhere
+    /// below 2^62: halves, near-halves, both signs, large values, the bound itself.
+    #[test]
+    fn encode_rounds_as_f64_round() {
+        let scale = 2f64.powi(24);
+        let mut r = rng::derive(3, "test-encode", &[]);
+        let mut xs: Vec<f64> = vec![0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999999999999994, -0.49999999999999994];
+        xs.extend([4503599627370495.5, -4503599627370495.5, 2f64.powi(52), 2f64.powi(53) + 2.0, -(2f64.powi(61) + 2048.0)]);
+        xs.extend((0..20_000).map(|i| {
+            let m = r.random::<f64>() * 2.0 - 1.0;
+            let half = (r.random_range(-1000i64..1000) as f64 + 0.5) * if i % 3 == 0 { 1.0 } else { 0.0 };
+            if i % 2 == 0 { m * 2f64.powi(r.random_range(-30..62)) } else { half + m * 1e-9 * f64::from(i % 5) }
+        }));
+        for x in xs {
+            let want = (x.abs() < 2f64.powi(62)).then(|| x.round() as i64 as u64);
+            assert_eq!(encode(x / scale, scale), want, "{x}");
+        }
+        for x in [2f64.powi(62), -2f64.powi(62), f64::INFINITY, f64::NAN] {
+            assert_eq!(encode(x / scale, scale), None, "{x}");
         }
     }
 
@@ -839,13 +928,13 @@ mod tests {
     /// under SecAgg and SecAgg+, with and without dropouts.
     #[test]
     fn the_server_gets_exactly_the_survivors_sum() {
-        for (neighbors, n, dropped) in [(None, 6, vec![]), (None, 6, vec![1, 4]), (Some(6), 12, vec![0, 5]), (Some(6), 9, vec![])] {
-            let input = round_input(n, 300, &dropped);
-            let (sum, cost) = protocol(neighbors, 0.0).aggregate(&input, Tamper::None).unwrap();
+        for (neighbors, n, len, dropped) in [(None, 6, 300, vec![]), (None, 6, 9000, vec![1, 4]), (Some(6), 12, 300, vec![0, 5]), (Some(6), 9, 300, vec![])] {
+            let input = round_input(n, len, &dropped);
+            let (sum, cost) = protocol(neighbors, 0.0).aggregate(input.clone(), Tamper::None).unwrap();
             assert_eq!(sum, Some(plain_sum(&input)), "{neighbors:?}, n = {n}, dropped {dropped:?}");
             assert_eq!(cost.aborted, None);
             assert_eq!((cost.clients, cost.dropped), (n, dropped.len()));
-            assert!(cost.bytes_per_client > 8.0 * 300.0 * (n - dropped.len()) as f64 / n as f64);
+            assert!(cost.bytes_per_client > 8.0 * len as f64 * (n - dropped.len()) as f64 / n as f64);
         }
     }
 
@@ -855,12 +944,12 @@ mod tests {
     #[test]
     fn tampering_is_caught_and_nothing_is_aggregated() {
         let input = round_input(6, 50, &[0]);
-        let err = protocol(None, 0.0).aggregate(&input, Tamper::Ciphertext { from: 2, to: 3 }).unwrap_err().to_string();
+        let err = protocol(None, 0.0).aggregate(input.clone(), Tamper::Ciphertext { from: 2, to: 3 }).unwrap_err().to_string();
         assert!(err.contains("client 12 sent client 13") && err.contains("failed authentication") && err.contains("nothing aggregated"), "{err}");
         // Client 10 (index 0) dropped; its first surviving neighbour, 11, hands in a bad share.
-        let err = protocol(None, 0.0).aggregate(&input, Tamper::KeyShare { holder: 11 }).unwrap_err().to_string();
+        let err = protocol(None, 0.0).aggregate(input.clone(), Tamper::KeyShare { holder: 11 }).unwrap_err().to_string();
         assert!(err.contains("does not match the public key") && err.contains("nothing aggregated"), "{err}");
-        assert!(protocol(None, 0.0).aggregate(&input, Tamper::KeyShare { holder: 99 }).is_ok());
+        assert!(protocol(None, 0.0).aggregate(input, Tamper::KeyShare { holder: 99 }).is_ok());
     }
 
     /// t = ⌊k/2⌋ + 1 shares rebuild a secret: 6 clients (k = 6 holders, t = 4) survive 2
@@ -868,8 +957,8 @@ mod tests {
     /// aborted with its reason, and `combine` leaves the model as it was sent.
     #[test]
     fn too_many_dropouts_abort_the_round() {
-        assert!(protocol(None, 0.0).aggregate(&round_input(6, 10, &[0, 1]), Tamper::None).unwrap().0.is_some());
-        let (sum, cost) = protocol(None, 0.0).aggregate(&round_input(6, 10, &[0, 1, 2]), Tamper::None).unwrap();
+        assert!(protocol(None, 0.0).aggregate(round_input(6, 10, &[0, 1]), Tamper::None).unwrap().0.is_some());
+        let (sum, cost) = protocol(None, 0.0).aggregate(round_input(6, 10, &[0, 1, 2]), Tamper::None).unwrap();
         let why = cost.aborted.expect("aborted");
         assert!(sum.is_none() && why.contains("it takes t = 4") && why.contains("nothing aggregated"), "{why}");
         // Every client drops: the round's update is empty, nobody contributed.

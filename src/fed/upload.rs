@@ -38,6 +38,16 @@ pub struct Upload<'a> {
 }
 
 impl Upload<'_> {
+    /// Δ's coordinates tensor after tensor (what [`Upload::delta`] flattens), computed as
+    /// they are read.
+    pub fn delta_values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.returned
+            .tensors
+            .iter()
+            .zip(&self.sent.tensors)
+            .flat_map(|(r, s)| r.values.iter().zip(&s.values).map(|(&a, &b)| f64::from(a) - f64::from(b)))
+    }
+
     /// Δ = returned − sent, coordinate by coordinate, in f64.
     pub fn delta(&self) -> Vec<Vec<f64>> {
         self.returned
