@@ -55,9 +55,7 @@ impl Keystream {
         let mut s = Self::new(key);
         s.block = u128::from(start / 2);
         if start % 2 == 1 {
-            let mut pair = [0u64; 2];
-            s.fill(&mut pair);
-            s.spare = Some(pair[1]);
+            s.fill(&mut [0u64]); // the first half of the block, skipped
         }
         s
     }
@@ -82,12 +80,10 @@ impl Keystream {
             *v = u64::from_le(*v);
         }
         if let [last] = tail {
-            let mut b = aes::Block::from(self.block.to_be_bytes());
-            self.block = self.block.wrapping_add(1);
-            self.cipher.encrypt_block(&mut b);
-            let b: [u8; 16] = b.into();
-            *last = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
-            self.spare = Some(u64::from_le_bytes(b[8..].try_into().expect("8 bytes")));
+            // Half a block: the whole block through the path above, its second value kept.
+            let mut pair = [0u64; 2];
+            self.fill(&mut pair);
+            (*last, self.spare) = (pair[0], Some(pair[1]));
         }
     }
 }

@@ -38,24 +38,23 @@ pub struct Upload<'a> {
 }
 
 impl Upload<'_> {
-    /// Δ's coordinates tensor after tensor (what [`Upload::delta`] flattens), computed as
-    /// they are read.
-    pub fn delta_values(&self) -> impl Iterator<Item = f64> + '_ {
+    /// Δ = returned − sent per tensor, coordinate by coordinate in f64, computed as read.
+    fn tensor_deltas(&self) -> impl Iterator<Item = impl Iterator<Item = f64> + '_> + '_ {
         self.returned
             .tensors
             .iter()
             .zip(&self.sent.tensors)
-            .flat_map(|(r, s)| r.values.iter().zip(&s.values).map(|(&a, &b)| f64::from(a) - f64::from(b)))
+            .map(|(r, s)| r.values.iter().zip(&s.values).map(|(&a, &b)| f64::from(a) - f64::from(b)))
+    }
+
+    /// Δ's coordinates tensor after tensor (what [`Upload::delta`] flattens).
+    pub fn delta_values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.tensor_deltas().flatten()
     }
 
     /// Δ = returned − sent, coordinate by coordinate, in f64.
     pub fn delta(&self) -> Vec<Vec<f64>> {
-        self.returned
-            .tensors
-            .iter()
-            .zip(&self.sent.tensors)
-            .map(|(r, s)| r.values.iter().zip(&s.values).map(|(&a, &b)| f64::from(a) - f64::from(b)).collect())
-            .collect()
+        self.tensor_deltas().map(Iterator::collect).collect()
     }
 }
 
