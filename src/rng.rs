@@ -5,6 +5,27 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+mod chacha8;
+mod normals;
+pub use normals::{Normals, standard_normals};
+
+/// Whether [`standard_normals`] may use AVX-512 where the CPU has it. Benchmarks turn it
+/// off to time, on an AVX-512 host, the AVX2 path that other hosts take; the values are
+/// the same either way.
+static AVX512: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// See [`AVX512`]; for `fgl-sim bench`.
+pub fn allow_avx512(allowed: bool) {
+    AVX512.store(allowed, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[cfg(target_arch = "x86_64")]
+fn has_avx512() -> bool {
+    AVX512.load(std::sync::atomic::Ordering::Relaxed)
+        && std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512dq")
+}
+
 /// The RNG type used everywhere: ChaCha8 is portable and its stream is stable across
 /// platforms and rand versions, which `StdRng` does not promise.
 pub type Rng = ChaCha8Rng;

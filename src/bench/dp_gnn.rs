@@ -85,6 +85,37 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
          naive / batched = {:.2}",
         naive / batched
     );
+    // One step's noise for that model: a standard normal per parameter, drawn one at a
+    // time through rand_distr against `rng::standard_normals` (the same values).
+    let params = crate::fed::ModelParams::of(&model).tensors.iter().map(|t| t.values.len()).sum::<usize>();
+    let draw = |bulk: bool| {
+        median_ms(reps.max(5), || {
+            let mut rng = crate::rng::derive(0, "bench-noise", &[]);
+            let sum: f64 = if bulk {
+                let mut sum = 0.0;
+                crate::rng::standard_normals(&mut rng, params).for_each_slice(|z| sum += z.iter().sum::<f64>());
+                sum
+            } else {
+                (0..params).map(|_| rand::Rng::sample::<f64, _>(&mut rng, rand_distr::StandardNormal)).sum()
+            };
+            Ok(sum)
+        })
+    };
+    let one_by_one = draw(false)?;
+    crate::rng::allow_avx512(false);
+    let avx2 = draw(true);
+    crate::rng::allow_avx512(true);
+    let (avx2, bulk) = (avx2?, draw(true)?);
+    let ns = |ms: f64| ms * 1e6 / params as f64;
+    println!(
+        "one step's noise ({params} standard normals): one at a time {one_by_one:.2} ms ({:.2} ns each); in bulk {bulk:.2} ms \
+         ({:.2} ns, {:.2}× faster), on the AVX2 path {avx2:.2} ms ({:.2} ns, {:.2}×) — the same values",
+        ns(one_by_one),
+        ns(bulk),
+        one_by_one / bulk,
+        ns(avx2),
+        one_by_one / avx2
+    );
     if let Some(mib) = peak_rss_mib() {
         println!("peak resident memory: {mib:.1} MiB");
     }

@@ -20,7 +20,6 @@
 //! `noise_multiplier` z, or `epsilon`: the z that spends that ε over the scenario's
 //! rounds at its q and δ.
 
-use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -200,7 +199,8 @@ impl UploadProtocol for DpFedAvg {
     fn combine(&mut self, _ctx: &RoundContext, reference: &crate::fed::ModelParams, uploads: &[Upload<'_>], rng: &mut Rng) -> Result<Combined> {
         let deltas: Vec<_> = uploads.iter().map(Upload::delta).collect();
         let shapes: Vec<usize> = reference.tensors.iter().map(|t| t.values.len()).collect();
-        let mean_update = self.noised_mean(&deltas, &shapes, || StandardNormal.sample(rng));
+        let mut normals = crate::rng::standard_normals(rng, shapes.iter().sum());
+        let mean_update = self.noised_mean(&deltas, &shapes, || normals.next().expect("one draw per coordinate"));
         Ok(Combined {
             mean_update,
             contributors: uploads.iter().map(|u| u.client).collect(),

@@ -53,7 +53,6 @@ use burn::module::Module;
 use burn::optim::GradientsParams;
 use burn::tensor::{Tensor, TensorData};
 use rand::Rng as _;
-use rand_distr::StandardNormal;
 use serde::{Deserialize, Serialize};
 
 use crate::data::Role;
@@ -667,7 +666,8 @@ fn running_sum_clip_weights(pn: &PerNode, batch: &NodeBatch, clip: f64) -> Vec<f
 
 /// `dims` i.i.d. N(0, std²) values from `rng`, on `device`.
 fn gaussian(dims: [usize; 2], std: f64, rng: &mut Rng, device: &burn::tensor::Device) -> Tensor<2> {
-    let values: Vec<f32> = (0..dims[0] * dims[1]).map(|_| (std * rng.sample::<f64, _>(StandardNormal)) as f32).collect();
+    let mut values: Vec<f32> = Vec::with_capacity(dims[0] * dims[1]);
+    crate::rng::standard_normals(rng, dims[0] * dims[1]).for_each_slice(|z| values.extend(z.iter().map(|z| (std * z) as f32)));
     Tensor::from_data(TensorData::new(values, dims), device)
 }
 

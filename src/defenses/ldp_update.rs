@@ -10,7 +10,6 @@
 //! loop, DP-GNN, Solitude's calibration — runs first, and this clips and noises what
 //! comes back.
 
-use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -91,7 +90,8 @@ impl LocalTrainer for LdpUpdateConfig {
         let sent = ModelParams::of(&model);
         let (trained, stats) = next.train(model, call)?;
         let rng = &mut *call.rng;
-        let private = self.privatize(&sent, &ModelParams::of(&trained), || StandardNormal.sample(rng));
+        let mut normals = crate::rng::standard_normals(rng, sent.tensors.iter().map(|t| t.values.len()).sum());
+        let private = self.privatize(&sent, &ModelParams::of(&trained), || normals.next().expect("one draw per parameter"));
         Ok((private.load_into(trained), stats))
     }
 

@@ -698,8 +698,8 @@ impl UploadProtocol for SecAgg {
                         let shrink = crate::privacy::clip_scale(crate::privacy::l2_norm(u.delta_values()), dp.clip);
                         let std = dp.z() * dp.clip / (dp.min_clients as f64).sqrt();
                         let mut r = rng::derive(self.seed, "secagg-dp-noise", &[ctx.round as u64, u.client as u64]);
-                        let mut noise = move || rand_distr::Distribution::<f64>::sample(&rand_distr::StandardNormal, &mut r);
-                        encode_all(u.delta_values().map(|v| v * shrink + std * noise()), 1.0, len, scale, limit)
+                        let noise = rng::standard_normals(&mut r, len);
+                        encode_all(u.delta_values().zip(noise).map(|(v, z)| v * shrink + std * z), 1.0, len, scale, limit)
                     }
                 };
                 encoded.ok_or_else(|| {

@@ -4,8 +4,6 @@
 //! [`analytic_gaussian_sigma`](ε, δ, Δ) is (ε, δ)-LDP for the row. Like the published
 //! code, the output is not clipped back to [α, β].
 
-use rand::Rng as _;
-use rand_distr::StandardNormal;
 use statrs::function::erf::erf;
 
 use super::Epsilon;
@@ -109,8 +107,7 @@ impl AnalyticGaussian {
     /// Adds N(0, σ²) noise to each coordinate of `row` (`row.len() == d`).
     pub fn perturb(&self, row: &mut [f32], rng: &mut Rng) {
         assert_eq!(row.len(), self.d, "the Gaussian mechanism was built for rows of {} features", self.d);
-        for v in row {
-            let z: f64 = rng.sample(StandardNormal);
+        for (v, z) in row.iter_mut().zip(crate::rng::standard_normals(rng, self.d)) {
             *v = (f64::from(*v) + self.sigma * z) as f32;
         }
     }
