@@ -485,13 +485,14 @@ mod tests {
         // Not scaled by the defenses: the rounds' server work, generating the synthetic
         // graph and Louvain.
         let fixed = 10.0 * 0.005 + (0.8e-6 * 4000.0 + 32e-9 * 20000.0) + LOUVAIN_SECONDS * (4000.0f64 / 5e5).powf(1.6);
-        assert!(((cost("defenses: [dp-gnn]\n") - fixed) / (plain - fixed) - 22.0).abs() < 1e-9);
-        // By part: a plain run is all base; DP-GNN's 21 more trainings are its own work,
+        let dp_gnn = crate::defenses::dp_gnn::cost_factor();
+        assert!(((cost("defenses: [dp-gnn]\n") - fixed) / (plain - fixed) - dp_gnn).abs() < 1e-9);
+        // By part: a plain run is all base; DP-GNN's more trainings are its own work,
         // LPGNN's KProp steps are training's kind of work.
         let part = |extra: &str| time(&scenario(extra), &size());
         assert_eq!(part("").defenses, 0.0);
         let dp = part("defenses: [dp-gnn]\n");
-        assert!((dp.base - plain).abs() < 1e-12 && (dp.defenses - 21.0 * (plain - fixed)).abs() < 1e-9, "{dp:?}");
+        assert!((dp.base - plain).abs() < 1e-12 && (dp.defenses - (dp_gnn - 1.0) * (plain - fixed)).abs() < 1e-9, "{dp:?}");
         assert_eq!(part("defenses: [lpgnn]\n").defenses, 0.0);
         // A dense defense output's first product (1000 × 20 × 16) is charged at gemm's
         // rate, forward and backward, not at the sparse rate, in each of the 20 epochs.

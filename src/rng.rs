@@ -19,6 +19,16 @@ pub fn allow_avx512(allowed: bool) {
     AVX512.store(allowed, std::sync::atomic::Ordering::Relaxed);
 }
 
+/// Whether [`standard_normals`] takes its AVX-512 path on this machine (2.5× faster a
+/// draw than one by one, where the AVX2 path is 1.5×): the time model charges DP noise
+/// by it.
+pub fn wide_normals() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return has_avx512();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 #[cfg(target_arch = "x86_64")]
 fn has_avx512() -> bool {
     AVX512.load(std::sync::atomic::Ordering::Relaxed)
