@@ -347,11 +347,26 @@ pub struct Time {
     /// gradients and noise, edge RR's denser graph, Solitude's) and their own work per
     /// epoch and round (Solitude's calibration, secure aggregation's masks).
     pub defenses: f64,
+    /// The part of `base` one thread does whatever the run's thread count: the attacks'
+    /// and the rounds' server work, generating the graph and Louvain. The rest (the
+    /// clients' training and the defenses' work) divides among the clients trained at
+    /// once.
+    pub serial: f64,
 }
 
 impl Time {
     pub fn total(&self) -> f64 {
         self.base + self.defenses
+    }
+}
+
+/// The cores a run of `s` keeps busy with `threads` threads: one per client trained at
+/// once on a CPU backend (no more than a round's clients), one on a GPU.
+pub fn busy_cores(s: &Scenario, threads: usize) -> usize {
+    let clients = if s.federation.centralized { 1.0 } else { s.federation.expected_round_size(s.partition.clients) };
+    match crate::backend::parallel_clients(s.backend) {
+        true => threads.min(clients.ceil().max(1.0) as usize).max(1),
+        false => 1,
     }
 }
 
@@ -430,10 +445,11 @@ pub fn time(s: &Scenario, size: &DataSize) -> Time {
     // defenses' and attacks' factors from the shipped Cora matrix's runs.
     let client_epoch = 2e-4 + per_parameter * run.parameters;
     let training = epochs * (sampled * (training_seconds(epoch_work) + gemm_seconds + pair_seconds) + run.clients_per_round * client_epoch);
-    let base = training + trains + attacks + rounds * 0.005 + generate + louvain;
+    let serial = attacks + rounds * 0.005 + generate + louvain;
+    let base = training + trains + serial;
     let defenses = training * (factor - 1.0) + extra;
     // A run is never estimated below 20 ms (the process's own start and writes).
-    Time { base: base.max(0.02 - defenses), defenses }
+    Time { base: base.max(0.02 - defenses), defenses, serial }
 }
 
 /// The memory a run may take by default: 90 % of what the machine has available now
@@ -494,6 +510,16 @@ mod tests {
         let dp = part("defenses: [dp-gnn]\n");
         assert!((dp.base - plain).abs() < 1e-12 && (dp.defenses - (dp_gnn - 1.0) * (plain - fixed)).abs() < 1e-9, "{dp:?}");
         assert_eq!(part("defenses: [lpgnn]\n").defenses, 0.0);
+        // What one thread does whatever the threads: the fixed part, and an attack's
+        // server work; the clients' training divides among the cores they keep busy.
+        assert!(
+            (part("").serial - fixed).abs() < 1e-12
+                && (part("attacks: [llg-star]\n").serial - fixed - 5.0 * 404.0 / 767_495.0).abs() < 1e-12
+        );
+        assert_eq!([1, 2, 3, 4, 8].map(|t| busy_cores(&scenario(""), t)), [1, 2, 3, 4, 4]);
+        let mut centralized = scenario("");
+        centralized.federation.centralized = true;
+        assert_eq!(busy_cores(&centralized, 8), 1);
         // A dense defense output's first product (1000 × 20 × 16) is charged at gemm's
         // rate, forward and backward, not at the sparse rate, in each of the 20 epochs.
         let dense = 20.0 * (2.0 * 320_000.0 / 3.5e10 - 3.0 * 320_000.0 / 1.46e10);

@@ -604,10 +604,20 @@ fn estimate_cmd(scenario: &Scenario, file: &Path, opts: &RunOptions) -> Result<(
     for line in m.lines() {
         println!("  {line}");
     }
-    let speed = crate::speed::measure()?;
-    let seconds = speed.scale(crate::estimate::time(scenario, &size));
-    let digits = if seconds < 10.0 { 2 } else { 1 };
-    println!("time: about {seconds:.digits$} s on one core (rough; {})", speed.describe());
+    // Its clients trained at once share the cores as runs side by side do: probed so.
+    let cores = crate::estimate::busy_cores(scenario, threads.min(crate::backend::available_cores()));
+    let speed = crate::speed::measure(cores)?;
+    let time = crate::estimate::time(scenario, &size);
+    let s = |t: f64| format!("{t:.0$} s", if t < 10.0 { 2 } else { 1 });
+    match cores {
+        1 => println!("time: about {} on one core (rough; {})", s(speed.scale(time)), speed.describe()),
+        k => println!(
+            "time: about {} on {k} cores, {} of one core's work (rough; {})",
+            s(speed.wall(time, k)),
+            s(speed.scale(time)),
+            speed.describe()
+        ),
+    }
     if let Some(limit) = opts.max_memory {
         run::check_memory(scenario, &size, threads, limit)?;
         println!("within --max-memory {}", crate::estimate::human(limit));

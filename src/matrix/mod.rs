@@ -360,7 +360,9 @@ pub fn collect(m: &Matrix, opts: &MatrixOptions) -> Result<(PathBuf, Vec<stats::
 /// the estimated peak memory of one run.
 pub struct Plan {
     pub lines: Vec<(String, usize, Option<f64>, Option<f64>)>,
-    /// Estimated wall time with `jobs` at once (sum / jobs, or / cores when fewer; rough).
+    /// Estimated wall time with `jobs` at once: the runs' times, each on its threads
+    /// ([`crate::estimate::busy_cores`]), summed and divided by the runs at once (no more
+    /// than the cores; rough).
     pub total_seconds: Option<f64>,
     pub measured: usize,
     /// Runs at once.
@@ -423,11 +425,14 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
         let per_run = if done.is_empty() {
             match size {
                 Some(size) => {
+                    let cores = crate::estimate::busy_cores(&cell.scenario, threads);
                     let speed = match speed {
                         Some(s) => s,
-                        None => *speed.insert(crate::speed::measure()?),
+                        // The runs at once and their threads share the cores: the
+                        // probes run as many copies side by side.
+                        None => *speed.insert(crate::speed::measure(at_once * threads)?),
                     };
-                    Some(speed.scale(crate::estimate::time(&cell.scenario, size)))
+                    Some(speed.wall(crate::estimate::time(&cell.scenario, size), cores))
                 }
                 None => None,
             }
