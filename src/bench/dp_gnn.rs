@@ -87,7 +87,7 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
     );
     // One step's noise for that model: a standard normal per parameter, drawn one at a
     // time through rand_distr against `rng::standard_normals` (the same values).
-    let params = crate::fed::ModelParams::of(&model).tensors.iter().map(|t| t.values.len()).sum::<usize>();
+    let params = crate::fed::ModelParams::of(&model).num_values();
     let draw = |bulk: bool| {
         median_ms(reps.max(5), || {
             let mut rng = crate::rng::derive(0, "bench-noise", &[]);

@@ -90,7 +90,7 @@ impl LocalTrainer for LdpUpdateConfig {
         let sent = ModelParams::of(&model);
         let (trained, stats) = next.train(model, call)?;
         let rng = &mut *call.rng;
-        let mut normals = crate::rng::standard_normals(rng, sent.tensors.iter().map(|t| t.values.len()).sum());
+        let mut normals = crate::rng::standard_normals(rng, sent.num_values());
         let private = self.privatize(&sent, &ModelParams::of(&trained), || normals.next().expect("one draw per parameter"));
         Ok((private.load_into(trained), stats))
     }

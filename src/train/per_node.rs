@@ -123,6 +123,12 @@ struct BlockGroup {
     pad_index: Tensor<1, Int>,
 }
 
+/// `v` as an index tensor on `device`.
+fn index_tensor(v: Vec<i64>, device: &Device) -> Tensor<1, Int> {
+    let n = v.len();
+    Tensor::<1, Int>::from_data(TensorData::new(v, [n]), device)
+}
+
 /// Batches whose largest block is no wider are padded as one (gemm's horizontal kernel).
 const MIN_GROUP_WIDTH: usize = 17;
 /// Gram matrices of wider rows are padded as one (gemm splits k by the product's shape).
@@ -132,7 +138,8 @@ impl BlockGroups {
     /// Group sizes grow by half: a block is padded to at most 1.5× its rows (or to
     /// [`MIN_GROUP_WIDTH`]). `None` where grouping would save under a quarter of the
     /// padded entries.
-    fn of(sizes: &[usize], starts: &[usize], rows: usize, device: &Device) -> Option<BlockGroups> {
+    fn of(starts: &[usize], rows: usize, device: &Device) -> Option<BlockGroups> {
+        let sizes: Vec<usize> = starts.windows(2).map(|w| w[1] - w[0]).collect();
         let width = sizes.iter().copied().max().unwrap_or(1);
         if width < MIN_GROUP_WIDTH {
             return None;
@@ -160,10 +167,7 @@ impl BlockGroups {
         if members.len() < 2 || 4 * grouped > 3 * sizes.len() * width * width {
             return None;
         }
-        let ints = |v: Vec<i64>| {
-            let n = v.len();
-            Tensor::<1, Int>::from_data(TensorData::new(v, [n]), device)
-        };
+        let ints = |v: Vec<i64>| index_tensor(v, device);
         let mut order = vec![0i64; sizes.len()];
         let mut position = 0;
         let groups = members
@@ -246,10 +250,7 @@ impl NodeBatch {
             }
         }
         let selected = features.select_rows(&nodes);
-        let ints = |v: Vec<i64>| {
-            let n = v.len();
-            Tensor::<1, Int>::from_data(TensorData::new(v, [n]), device)
-        };
+        let ints = |v: Vec<i64>| index_tensor(v, device);
         let options = TensorCreationOptions::new(device.clone());
         let features = match &selected {
             Features::Sparse(m) if InputLayout::auto(&selected, 1) == InputLayout::Sparse => {
@@ -283,9 +284,8 @@ impl NodeBatch {
                 Some(*end)
             }))
             .collect();
-        let sizes: Vec<usize> = graphs.iter().map(|g| g.nodes.len()).collect();
         Ok(NodeBatch {
-            groups: BlockGroups::of(&sizes, &block_start, rows, device),
+            groups: BlockGroups::of(&block_start, rows, device),
             graph: GraphTensors::from_senders(rows, |v| &senders[v], device)?,
             features,
             device: device.clone(),
@@ -807,9 +807,6 @@ mod tests {
             .collect()
     }
 
-    /// Batched norms and clipped sums equal the naive per-node loop (GCN and SAGE, one and
-    /// two layers, with and without a head; dense features, and sparse ones the batch
-    /// keeps sparse), to f32 rounding.
     /// Block Gram matrices computed by groups of blocks of similar size are the padded
     /// product's numbers bit for bit (what keeps DP-GNN's results as they were), zero
     /// past each block's rows; a batch of small blocks stays one product.
@@ -850,6 +847,9 @@ mod tests {
         assert!(batch(&[1, 3, 16, 9]).groups.is_none() && batch(&[20, 22, 24, 21]).groups.is_none());
     }
 
+    /// Batched norms and clipped sums equal the naive per-node loop (GCN and SAGE, one and
+    /// two layers, with and without a head; dense features, and sparse ones the batch
+    /// keeps sparse), to f32 rounding.
     #[test]
     fn batched_per_node_gradients_equal_the_naive_loop() {
         let device = Device::flex().autodiff();
