@@ -183,6 +183,7 @@ pub fn run_size(s: &Scenario, size: &DataSize, threads: usize) -> RunSize {
             true => size.feature_dim * 4.0,
             false => size.feature_values / size.nodes.max(1.0) * 8.0,
         },
+        feature_dim: size.feature_dim,
         layers: s.model.layers,
         widths: output_units(s, size.classes),
         concurrent,
@@ -321,8 +322,44 @@ pub fn memory(s: &Scenario, size: &DataSize, threads: usize) -> MemoryEstimate {
     MemoryEstimate { parts }
 }
 
-/// Dense matrix products on one core of this project's machine (gemm's AVX2 kernel).
-const DENSE_MACS_PER_SECOND: f64 = 3.5e10;
+/// Dense matrix products on one core of this project's machine (gemm's AVX2 kernel), and
+/// what streaming the dense input through a pass costs per entry whatever the product's
+/// width: a narrow product reads as much as a wide one (Cora's 2708 × 1433 dense
+/// features, SAGE 2 × 16, forward and backward: 6.6 ms an epoch on the AVX-512 host
+/// (Solitude's profile, 2026-11-27), where products at the rate alone give 2.2 ms; the
+/// rate refitted so that 512 columns cost what they did).
+const DENSE_MACS_PER_SECOND: f64 = 4.0e10;
+const DENSE_SECONDS_PER_ENTRY: f64 = 1.9e-9;
+
+/// Sparse products and propagations cost per entry as if `h + NARROW_COLUMNS` columns
+/// wide: a row's indices, its gather and its write cost the same at any width (Cora,
+/// SAGE and GCN at 16 and 64 hidden units, 500 centralized epochs: 2.1–2.4× the model's
+/// work per unit at 16 before; at 512 columns +4 %).
+const NARROW_COLUMNS: f64 = 20.0;
+
+/// Per client-epoch whatever the model and the client.
+const CLIENT_EPOCH_SECONDS: f64 = 3.5e-4;
+
+/// Per node and epoch whatever the widths (the loss and the logits, the per-node parts
+/// of Burn's element ops): the intercepts of 16 and 64 hidden units for SAGE and GCN
+/// 2 × 16 on Cora, 0.37–0.44 ms an epoch on the AVX-512 host, less what the model
+/// charged there, over its probe factor 0.31.
+const NODE_EPOCH_SECONDS: f64 = 3.7e-7;
+
+/// Element work per node, output unit and epoch of what only some scenarios turn on,
+/// measured on the AVX-512 host (Cora, SAGE 16 and 64 hidden units, 500 epochs, one
+/// thread; each alone against a run without) and divided by its probe factor 0.31:
+/// SELU (forward, backward, libm's `exp`: 10.5–12.3 ns) and dropout (the draws, the
+/// mask and its two products: 1.8–2.2 ns).
+const SELU_SECONDS: f64 = 3.7e-8;
+const DROPOUT_SECONDS: f64 = 6.5e-9;
+/// Adam's step per parameter and epoch beyond SGD's (its two moments and the update as
+/// Burn's element ops: 1.6–1.7 ns there).
+const ADAM_SECONDS: f64 = 5.3e-9;
+/// Model selection on validation (`train.selection` other than `last`): a forward pass,
+/// the loss and the scores every epoch; the first layer's product is shared with
+/// training. +30 % of the epoch at 16 and 64 hidden units.
+const VALIDATION_SHARE: f64 = 0.3;
 
 /// Louvain on 0.5 M edges, one thread; it grows as edges^1.6 (`bench data` on that
 /// machine: 1.2 s at 0.5 M edges, 5.9 s at 1.5 M, 47 s at 5 M, before the passes' cache
@@ -393,13 +430,13 @@ pub fn time(s: &Scenario, size: &DataSize) -> Time {
     // setting, 20 rounds, 5 and 50 clients: GAT 5.0 and 16.0 s, SAGE 8.1 and 25.6 s,
     // GCN 3.6 and 10.7 s measured).
     let (heads, per_arc, products, per_parameter) = match m.arch {
-        Arch::Gat => (m.heads as f64, 9.0, 1.0, 2.6e-9),
-        Arch::Sage => (1.0, 1.0, 2.0, 2.2e-9),
-        _ => (1.0, 1.0, 1.0, 1.4e-9),
+        Arch::Gat => (m.heads as f64, 9.0, 1.0, 2.4e-9),
+        Arch::Sage => (1.0, 1.0, 2.0, 2.1e-9),
+        _ => (1.0, 1.0, 1.0, 1.2e-9),
     };
     // First layer X·W on the stored feature values, then per layer a propagation over
     // edges and nodes, and the dense products between hidden layers.
-    let propagate: f64 = widths.iter().map(|h| (2.0 * e * per_arc + n) * h * heads).sum();
+    let propagate: f64 = widths.iter().map(|h| (2.0 * e * per_arc + n) * (h * heads + NARROW_COLUMNS)).sum();
     let dense: f64 = widths.windows(2).map(|w| n * w[0] * heads * w[1]).sum();
     let first = products * nnz * widths[0] * heads;
     // A defense's dense output (an LDP mechanism's features, smoothed or reconstructed)
@@ -408,8 +445,22 @@ pub fn time(s: &Scenario, size: &DataSize) -> Time {
     // ≈ 3.5·10¹⁰ multiply-adds a second on one core here, ≈ 5× the rate of the sparse
     // and propagation work `training_seconds` is fitted to (Cora, EC-LDA's GCN 1433 →
     // 512, 20 rounds, one thread: RGNN 15.7 s, plain 3.4 s).
-    let (sparse_first, gemm_seconds) = if dense_output { (0.0, 2.0 * first / DENSE_MACS_PER_SECOND) } else { (first, 0.0) };
+    let (sparse_first, gemm_seconds) = match dense_output {
+        true => (0.0, 2.0 * first / DENSE_MACS_PER_SECOND + 2.0 * nnz * DENSE_SECONDS_PER_ENTRY),
+        false => (first + nnz * NARROW_COLUMNS, 0.0),
+    };
     let epoch_work = sparse_first + products * dense + propagate;
+    // What some scenarios turn on, per node and unit of the hidden outputs (the
+    // activation and dropout follow each) and per parameter.
+    let units: f64 = n * widths.iter().map(|h| h * heads).sum::<f64>();
+    let elements = n * NODE_EPOCH_SECONDS
+        + units
+            * (match m.activation {
+                crate::model::Activation::Selu => SELU_SECONDS,
+                crate::model::Activation::Relu => 0.0,
+            } + if m.dropout > 0.0 { DROPOUT_SECONDS } else { 0.0 });
+    let validation = if s.train.selection == crate::train::Selection::Last { 1.0 } else { 1.0 + VALIDATION_SHARE };
+    let adam = if s.train.optimizer == crate::train::OptimizerKind::Adam { ADAM_SECONDS * run.parameters } else { 0.0 };
     // Link prediction: every training pair through the pair layer (w × w) and the head,
     // plus drawing it.
     let w = pair_width(s);
@@ -437,14 +488,18 @@ pub fn time(s: &Scenario, size: &DataSize) -> Time {
     };
     // Calibrated on this project's 2-core AMD EPYC machine (AVX2, no AVX-512), one run
     // per core (2026-11-26, one thread, nothing else running): forward and backward ≈ 3×
-    // the work at ≈ 15 GFLOP/s; per client-epoch 0.2 ms fixed and (GCN) 1.4 ns per model
+    // the work at ≈ 15 GFLOP/s; per client-epoch 0.35 ms fixed and (GCN) 1.2 ns per model
     // parameter (the dense weight gradients and the optimizer step pass over every
     // parameter however small the client: 1.3 ms on EC-LDA's 767 k-parameter Cora
     // model); 5 ms of server work per round. Fitted to EC-LDA's Cora GCN setting over 20 rounds with 5 and 50 clients
     // (3.1 and 8.9 s measured) and checked on 10 (3.85 s measured, 3.8 modelled); the
-    // defenses' and attacks' factors from the shipped Cora matrix's runs.
-    let client_epoch = 2e-4 + per_parameter * run.parameters;
-    let training = epochs * (sampled * (training_seconds(epoch_work) + gemm_seconds + pair_seconds) + run.clients_per_round * client_epoch);
+    // defenses' and attacks' factors from the shipped Cora matrix's runs. The fixed part
+    // from small models on the AVX-512 host (reproduce rgnn's federated cells: 2 k
+    // parameters, 5 000 client-epochs of ≈ 270 nodes, 155 µs each; 0.2 ms before), the
+    // per-parameter terms lowered to keep EC-LDA's sums.
+    let client_epoch = CLIENT_EPOCH_SECONDS + per_parameter * run.parameters + adam;
+    let per_epoch = validation * (training_seconds(epoch_work) + elements) + gemm_seconds + pair_seconds;
+    let training = epochs * (sampled * per_epoch + run.clients_per_round * validation * client_epoch);
     let serial = attacks + rounds * 0.005 + generate + louvain;
     let base = training + trains + serial;
     let defenses = training * (factor - 1.0) + extra;
@@ -521,10 +576,12 @@ mod tests {
         centralized.federation.centralized = true;
         assert_eq!(busy_cores(&centralized, 8), 1);
         // A dense defense output's first product (1000 × 20 × 16) is charged at gemm's
-        // rate, forward and backward, not at the sparse rate, in each of the 20 epochs.
-        let dense = 20.0 * (2.0 * 320_000.0 / 3.5e10 - 3.0 * 320_000.0 / 1.46e10);
+        // rate with the input streamed twice, forward and backward, not at the sparse
+        // rate (its 20 000 values each as 20 columns more), in each of the 20 epochs.
+        let dense = 20.0 * (2.0 * 320_000.0 / 4.0e10 + 2.0 * 20_000.0 * 1.9e-9 - 3.0 * (320_000.0 + 20_000.0 * 20.0) / 1.46e10);
+        // RGNN's preset trains with its LLP loss over bags: 0.38 µs per node and epoch.
         let rgnn = cost("defenses: [rgnn]\n");
-        assert!((rgnn - (plain + dense)).abs() < 1e-9, "{rgnn}");
+        assert!((rgnn - (plain + dense + 20.0 * 1000.0 * 3.8e-7)).abs() < 1e-9, "{rgnn}");
         let fake = 4.0 * 250.0f64.powi(2) / (1.0 + 8f64.exp());
         let solitude = cost("defenses: [solitude]\n"); // the preset: ε_a = 8
         assert!((solitude - (1.1 * (plain + dense - fixed) + fixed + 20.0 * (8000.0 + fake) * 9.4e-7)).abs() < 1e-9, "{solitude}");
@@ -562,9 +619,24 @@ mod tests {
         assert!(seconds(&centralized, &size()) < plain);
         let big = DataSize { nodes: 1e6, edges: 5e6, feature_dim: 128.0, feature_values: 1.28e8, ..size() };
         let louvain_big = seconds(&scenario(""), &big) - seconds(&centralized, &big);
-        // (and 3 more clients' cost per epoch: 20 epochs × 3 × (0.2 ms + 1.4 ns per parameter))
-        let per_client = 2e-4 + 1.4e-9 * parameters(&centralized, &big);
+        // (and 3 more clients' cost per epoch: 20 epochs × 3 × (0.35 ms + 1.2 ns per parameter))
+        let per_client = 3.5e-4 + 1.2e-9 * parameters(&centralized, &big);
         assert!((louvain_big - 0.85 * 10f64.powf(1.6) - 20.0 * 3.0 * per_client).abs() < 1e-9, "{louvain_big}");
+        // What some scenarios turn on, over the 20 epochs: per node and hidden unit (1000 ×
+        // 16) SELU and dropout (the default 0.5); Adam per parameter (404); validation
+        // 30 % more of every epoch's work but the dense product (none here) and Louvain's.
+        let no_dropout = cost("model: {dropout: 0}\n");
+        assert!((plain - no_dropout - 20.0 * 16_000.0 * 6.5e-9).abs() < 1e-12);
+        assert!((cost("model: {activation: selu}\n") - plain - 20.0 * 16_000.0 * 3.7e-8).abs() < 1e-12);
+        let with = |change: &dyn Fn(&mut Scenario)| {
+            let mut s = scenario("");
+            change(&mut s);
+            seconds(&s, &size())
+        };
+        let adam = with(&|s| s.train.optimizer = crate::train::OptimizerKind::Adam) - plain;
+        assert!((adam - 20.0 * 4.0 * 404.0 * 5.3e-9).abs() < 1e-12, "{adam}");
+        let validated = with(&|s| s.train.selection = crate::train::Selection::ValLoss);
+        assert!((validated - fixed - 1.3 * (plain - fixed)).abs() < 1e-9, "{validated}");
         // LPGNN: kx + ky propagations per epoch over the 2 · 4000 arcs and 1000 nodes, at
         // the layers' mean width ((16 + 4) / 2 output units).
         let lpgnn = |kx: usize, ky: usize| cost(&format!("defenses: [{{kind: lpgnn, epsilon_x: 1, epsilon_y: 1, kx: {kx}, ky: {ky}}}]\n"));

@@ -109,8 +109,30 @@ pub struct LdpFeaturesConfig {
 }
 
 impl super::DefenseConfig for LdpFeaturesConfig {
+    fn cost(&self, run: &super::RunSize) -> super::CostHint {
+        super::CostHint { dense_features: self.dense_output(run.feature_dim), ..Default::default() }
+    }
+
     fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
         Ok(Defense::new(name).with_data(PerturbFeatures::new(name, self)?))
+    }
+}
+
+impl LdpFeaturesConfig {
+    /// Whether the features this leaves on a client of `d` columns are dense (the time
+    /// model's gemm term): random ones (`features: rnd`), an additive mechanism's
+    /// (`lpm`, `agm`) and a multi-bit one reporting every coordinate (`1bm`, `mbm` with
+    /// m = d). `mbm` with m < d stays sparse plus a shift, and so do the other baselines.
+    pub fn dense_output(&self, d: f64) -> bool {
+        let perturbed = match self.mechanism {
+            _ if self.epsilon.is_infinite() => false,
+            Mechanism::OneBit | Mechanism::Laplace | Mechanism::AnalyticGaussian => true,
+            Mechanism::MultiBit => {
+                let d = d as usize;
+                self.m.unwrap_or_else(|| crate::privacy::multibit::optimal_m(self.epsilon.value(), d)) >= d
+            }
+        };
+        perturbed || self.features == FeatureSource::Rnd
     }
 }
 
@@ -302,6 +324,22 @@ mod tests {
     use crate::data::{Graph, Role};
     use crate::model::{InputLayout, NodeInput};
     use burn::tensor::{Device, Tensor, TensorData};
+
+    /// Which configurations leave dense features for the time model: random features,
+    /// `1bm`, `lpm`, `agm`, and `mbm` when it reports every coordinate (m = d, given or
+    /// the optimal m* = ⌊ε/2.18⌋ ≥ d); not `mbm` with m < d, nor a mechanism switched off.
+    #[test]
+    fn dense_output_follows_the_mechanism_and_the_baseline() {
+        let dense = |yaml: &str, d: f64| serde_norway::from_str::<LdpFeaturesConfig>(yaml).unwrap().dense_output(d);
+        assert!(!dense("{epsilon: 1}", 1433.0));
+        for mechanism in ["1bm", "lpm", "agm"] {
+            assert!(dense(&format!("{{epsilon: 1, mechanism: {mechanism}}}"), 1433.0), "{mechanism}");
+            assert!(!dense(&format!("{{epsilon: .inf, mechanism: {mechanism}}}"), 1433.0), "{mechanism} off");
+        }
+        assert!(dense("{epsilon: 1, m: 10}", 10.0) && !dense("{epsilon: 1, m: 9}", 10.0));
+        assert!(dense("{epsilon: 100}", 45.0) && !dense("{epsilon: 100}", 46.0));
+        assert!(dense("{epsilon: .inf, features: rnd}", 1433.0) && !dense("{epsilon: 1, features: ohd}", 1433.0));
+    }
 
     /// A 4-node path 0–1–2–3 with `d` features per node in [0, 1].
     pub(crate) fn local(d: usize) -> LocalData {

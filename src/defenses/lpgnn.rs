@@ -70,22 +70,15 @@ impl super::DefenseConfig for LpgnnConfig {
         // kx + ky = 20), plus the width's work at the forward-and-backward rate.
         let width = run.widths / run.layers.max(1) as f64;
         let step = (2.0 * run.edges + run.nodes) * (3.5e-8 + super::training_seconds(width));
-        super::CostHint { training_per_epoch: (self.kx + self.ky) as f64 * step, ..Default::default() }
+        let dense_features = self.features_config().dense_output(run.feature_dim);
+        super::CostHint { training_per_epoch: (self.kx + self.ky) as f64 * step, dense_features, ..Default::default() }
     }
 
     fn build(&self, name: &str, _client: &ClientContext) -> Result<Defense> {
         crate::model::check_kprop_steps(&format!("defense `{name}`: kx"), self.kx)?;
         crate::model::check_kprop_steps(&format!("defense `{name}`: ky"), self.ky)?;
-        let features = LdpFeaturesConfig {
-            epsilon: self.epsilon_x,
-            mechanism: self.mechanism,
-            features: self.features,
-            range: self.range,
-            delta: crate::privacy::gaussian::DEFAULT_DELTA,
-            m: None,
-        };
         let data = LpgnnData {
-            features: PerturbFeatures::new(name, &features)?,
+            features: PerturbFeatures::new(name, &self.features_config())?,
             labels: RandomizeLabels { epsilon: self.epsilon_y },
             kx: self.kx,
             epsilon: self.epsilon_x.value() + self.epsilon_y.value(),
@@ -95,6 +88,18 @@ impl super::DefenseConfig for LpgnnConfig {
 }
 
 impl LpgnnConfig {
+    /// The feature step as an `ldp-features` defense.
+    fn features_config(&self) -> LdpFeaturesConfig {
+        LdpFeaturesConfig {
+            epsilon: self.epsilon_x,
+            mechanism: self.mechanism,
+            features: self.features,
+            range: self.range,
+            delta: crate::privacy::gaussian::DEFAULT_DELTA,
+            m: None,
+        }
+    }
+
     /// The paper's name of this configuration's label method: `drop` (Ky > 0), `fc`
     /// (forward correction only) or `ce` (neither).
     pub fn method(&self) -> &'static str {

@@ -45,6 +45,8 @@ pub struct RunSize {
     pub clients: f64,
     /// Bytes of one node's stored features (d·4 dense, 8 per stored value sparse).
     pub row_bytes: f64,
+    /// The feature dimension d.
+    pub feature_dim: f64,
     /// Message-passing layers, and Σ of their output widths (all heads).
     pub layers: usize,
     pub widths: f64,
