@@ -267,17 +267,14 @@ macro_rules! real {
                 }
                 let whole = n / L * L;
                 let lanes = [l0, l1, l2, l3];
-                let sum = |j: usize| {
+                std::array::from_fn(|j| {
                     let v = &lanes[j];
                     let mut s = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
                     for (&p, &q) in a[j][whole..].iter().zip(&b[j][whole..]) {
                         s += p * q;
                     }
                     s
-                };
-                // Written out: `std::array::from_fn` here was not inlined into the
-                // SDDMM kernel (4.5 % of a Solitude run in `core::array::try_from_fn`).
-                [sum(0), sum(1), sum(2), sum(3)]
+                })
             }
             #[inline]
             fn exp(self) -> $t {
@@ -672,11 +669,10 @@ impl<T: Real> SddmmJob<'_, T> {
         let mut groups = out.chunks_exact_mut(4 * heads);
         for (g, o) in groups.by_ref().enumerate() {
             let e = first + 4 * g;
-            let ab: [(&[T], &[T]); 4] = [rows(e), rows(e + 1), rows(e + 2), rows(e + 3)];
+            let ab: [(&[T], &[T]); 4] = std::array::from_fn(|j| rows(e + j));
             for k in 0..heads {
                 let r = k * head_cols..(k + 1) * head_cols;
-                let a = [&ab[0].0[r.clone()], &ab[1].0[r.clone()], &ab[2].0[r.clone()], &ab[3].0[r.clone()]];
-                let d = T::dot4(a, [&ab[0].1[r.clone()], &ab[1].1[r.clone()], &ab[2].1[r.clone()], &ab[3].1[r.clone()]]);
+                let d = T::dot4(std::array::from_fn(|j| &ab[j].0[r.clone()]), std::array::from_fn(|j| &ab[j].1[r.clone()]));
                 for (j, v) in d.into_iter().enumerate() {
                     o[j * heads + k] = v;
                 }
