@@ -443,9 +443,11 @@ pub fn time(s: &Scenario, size: &DataSize) -> Time {
     // A defense's dense output (an LDP mechanism's features, smoothed or reconstructed)
     // is multiplied by gemm: X·W forward and Xᵀ·∂Z backward per epoch (no gradient into
     // X; the trainer shares the forward's product, `NodeClassifier::first_product`), at
-    // ≈ 3.5·10¹⁰ multiply-adds a second on one core here, ≈ 5× the rate of the sparse
-    // and propagation work `training_seconds` is fitted to (Cora, EC-LDA's GCN 1433 →
-    // 512, 20 rounds, one thread: RGNN 15.7 s, plain 3.4 s).
+    // ≈ 4·10¹⁰ multiply-adds a second on one core here, ≈ 5× the rate of the sparse and
+    // propagation work `training_seconds` is fitted to (Cora, EC-LDA's GCN 1433 → 512,
+    // 20 rounds, one thread: RGNN 15.7 s, plain 3.4 s), each pass also streaming X
+    // ([`DENSE_SECONDS_PER_ENTRY`]). Sparse input: its stored values, each as
+    // [`NARROW_COLUMNS`] columns more.
     let (sparse_first, gemm_seconds) = match dense_output {
         true => (0.0, 2.0 * first / DENSE_MACS_PER_SECOND + 2.0 * nnz * DENSE_SECONDS_PER_ENTRY),
         false => (first + nnz * NARROW_COLUMNS, 0.0),
