@@ -20,6 +20,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use super::propagate::Strategy;
+use super::spmm::contiguous;
 
 /// Non-linearity after every GNN layer except the one producing logits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -266,13 +267,9 @@ fn backward<T: SeluReal>(x: &[T], g: &[T]) -> Vec<T> {
     })
 }
 
-fn contiguous(x: FlexTensor) -> FlexTensor {
-    if x.layout().contiguous_offsets().is_some() { x } else { x.to_contiguous() }
-}
-
 impl SeluOps for Flex {
     fn selu(x: FlexTensor) -> FlexTensor {
-        let x = contiguous(x);
+        let x = contiguous(&x);
         let shape = x.shape();
         let out = match x.dtype() {
             DType::F32 => TensorData::new(forward(x.as_slice::<f32>().expect("f32")), shape),
@@ -283,7 +280,7 @@ impl SeluOps for Flex {
     }
 
     fn selu_backward(x: FlexTensor, g: FlexTensor) -> FlexTensor {
-        let (x, g) = (contiguous(x), contiguous(g));
+        let (x, g) = (contiguous(&x), contiguous(&g));
         assert_eq!(x.shape(), g.shape(), "SELU's gradient has the input's shape");
         let shape = x.shape();
         let out = match x.dtype() {

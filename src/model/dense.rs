@@ -202,8 +202,7 @@ impl DenseOps for Flex {
             let xt = <Flex as burn::backend::ops::FloatTensorOps<Flex>>::float_transpose(x);
             return <Flex as burn::backend::ops::FloatTensorOps<Flex>>::float_matmul(xt, g);
         }
-        let x = if x.layout().contiguous_offsets().is_some() { x } else { x.to_contiguous() };
-        let g = if g.layout().contiguous_offsets().is_some() { g } else { g.to_contiguous() };
+        let (x, g) = (super::spmm::contiguous(&x), super::spmm::contiguous(&g));
         match x.dtype() {
             DType::F32 => {
                 let out = transposed_product(x.as_slice::<f32>().expect("f32"), d, g.as_slice::<f32>().expect("f32"), c);

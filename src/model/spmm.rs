@@ -304,7 +304,8 @@ pub fn splits_work(rows: usize, work: usize) -> bool {
     rows_per_task(rows, work) < rows
 }
 
-fn contiguous(x: &FlexTensor) -> FlexTensor {
+/// `x`, or a contiguous copy of it: what the kernels read as one slice.
+pub(super) fn contiguous(x: &FlexTensor) -> FlexTensor {
     if x.layout().contiguous_offsets().is_some() { x.clone() } else { x.to_contiguous() }
 }
 
