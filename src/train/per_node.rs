@@ -25,13 +25,14 @@
 
 use burn::module::{Module, Param, ParamId};
 use burn::optim::GradientsParams;
-use burn::tensor::{Device, Int, Tensor, TensorCreationOptions, TensorData};
+use burn::tensor::{DType, Device, Int, Tensor, TensorCreationOptions, TensorData};
+use macerator::{Scalar, Simd, vload_unaligned};
 
 use super::{ClientTensors, Loss, NodeSet};
 use crate::data::Features;
 use crate::error::{Error, Result};
 use crate::model::dropout::dropout;
-use crate::model::{Conv, Edges, GraphTensors, InputLayout, NodeClassifier, NodeInput, Output};
+use crate::model::{Conv, Edges, GraphTensors, InputLayout, NodeClassifier, NodeInput, Output, Strategy};
 use crate::rng::Rng;
 
 /// One node's computation graph: `nodes[0]` is the root (client node ids), `senders[i]`
@@ -117,6 +118,8 @@ struct BlockGroups {
 
 #[derive(Debug, Clone)]
 struct BlockGroup {
+    /// The group's blocks (batch positions), in the group's order.
+    members: Vec<usize>,
     blocks: usize,
     width: usize,
     /// `[blocks·width]`: the group's rows, each block padded with row R.
@@ -127,6 +130,20 @@ struct BlockGroup {
 fn index_tensor(v: Vec<i64>, device: &Device) -> Tensor<1, Int> {
     let n = v.len();
     Tensor::<1, Int>::from_data(TensorData::new(v, [n]), device)
+}
+
+/// `t` (`[R, c]`) with a zero row appended (row R, the padding of every block).
+fn with_zero_row(t: Tensor<2>) -> Tensor<2> {
+    let zero = Tensor::<2>::zeros([1, t.dims()[1]], &t.device());
+    Tensor::cat(vec![t, zero], 0)
+}
+
+/// `[blocks, width, width]`: the Gram matrices of `rows` picked by `pad_index` in blocks
+/// of `width` (one batched product).
+fn padded_gram(rows: &Tensor<2>, pad_index: &Tensor<1, Int>, blocks: usize, width: usize) -> Tensor<3> {
+    let c = rows.dims()[1];
+    let padded = rows.clone().select(0, pad_index.clone()).reshape([blocks, width, c]);
+    padded.clone().matmul(padded.swap_dims(1, 2))
 }
 
 /// Batches whose largest block is no wider are padded as one (gemm's horizontal kernel).
@@ -182,7 +199,7 @@ impl BlockGroups {
                         pad[i * w + j] = r as i64;
                     }
                 }
-                BlockGroup { blocks: m.len(), width: w, pad_index: ints(pad) }
+                BlockGroup { members: m.clone(), blocks: m.len(), width: w, pad_index: ints(pad) }
             })
             .collect();
         Some(BlockGroups { groups, order: ints(order) })
@@ -196,8 +213,8 @@ impl BlockGroups {
 enum BatchFeatures {
     Dense(Tensor<2>),
     /// `transposed`: the same non-zeros as edges node row → feature column (with their
-    /// `values` unless all are 1), for Aᵀ·M; `gram`: the `[B, S, S]` block Gram matrices
-    /// of the rows, computed on the host from the non-zeros. The layer-0 products then
+    /// `values` unless all are 1), for Aᵀ·M; `gram`: the block Gram matrices of the rows,
+    /// computed on the host from the non-zeros. The layer-0 products then
     /// cost per non-zero rather than per dense entry (Cora: 1.3 % of them).
     Sparse(SparseBatch),
 }
@@ -209,7 +226,35 @@ struct SparseBatch {
     host: crate::data::features::CsrMatrix,
     transposed: Edges,
     values: Option<Tensor<2>>,
-    gram: Tensor<3>,
+    gram: HostGrams,
+}
+
+/// Block Gram matrices on the host: block b's entry (i, j) at `at[b].0 + i·at[b].1 + j`
+/// for i, j below the block's rows (a block's matrix may be stored wider, zero-padded).
+#[derive(Debug, Clone)]
+struct HostGrams {
+    values: Vec<f32>,
+    at: Vec<(usize, usize)>,
+}
+
+impl HostGrams {
+    fn entry(&self, b: usize, i: usize, j: usize) -> f32 {
+        let (offset, width) = self.at[b];
+        self.values[offset + i * width + j]
+    }
+
+    /// The `[B, S, S]` layout, zero past each block's `rows[b]`.
+    fn padded(&self, rows: &[usize], s: usize, device: &Device) -> Tensor<3> {
+        let mut out = vec![0f32; rows.len() * s * s];
+        for (b, &k) in rows.iter().enumerate() {
+            for i in 0..k {
+                for j in 0..k {
+                    out[b * s * s + i * s + j] = self.entry(b, i, j);
+                }
+            }
+        }
+        Tensor::from_data(TensorData::new(out, [rows.len(), s, s]), device)
+    }
 }
 
 impl NodeBatch {
@@ -265,13 +310,7 @@ impl NodeBatch {
                 let transposed = Edges::new(&src, &dst, rows, m.cols, &options);
                 let values = (!values.iter().all(|&v| v == 1.0)).then(|| crate::model::propagate::column(&values, &options));
                 let input = NodeInput::with_layout(&selected, InputLayout::Sparse, options);
-                BatchFeatures::Sparse(SparseBatch {
-                    input,
-                    transposed,
-                    values,
-                    gram: Self::host_gram(m, graphs, width, device),
-                    host: m.clone(),
-                })
+                BatchFeatures::Sparse(SparseBatch { input, transposed, values, gram: Self::host_gram(m, graphs), host: m.clone() })
             }
             _ => match NodeInput::with_layout(&selected, InputLayout::Dense, options) {
                 NodeInput::Dense(x) => BatchFeatures::Dense(x),
@@ -300,16 +339,22 @@ impl NodeBatch {
         })
     }
 
-    /// `[B, S, S]` Gram matrices of each block's rows of `m` (blocks in batch order,
-    /// padded with zeros to `width` rows), summed in f64 over each pair's common
-    /// non-zeros.
-    fn host_gram(m: &crate::data::features::CsrMatrix, graphs: &[ComputationGraph], width: usize, device: &Device) -> Tensor<3> {
-        let mut gram = vec![0f32; graphs.len() * width * width];
+    /// The Gram matrix of each block's rows of `m` (blocks in batch order, each its own
+    /// size), summed in f64 over each pair's common non-zeros.
+    fn host_gram(m: &crate::data::features::CsrMatrix, graphs: &[ComputationGraph]) -> HostGrams {
+        let mut at = Vec::with_capacity(graphs.len());
+        let mut end = 0;
+        for g in graphs {
+            let k = g.nodes.len();
+            at.push((end, k));
+            end += k * k;
+        }
+        let mut gram = vec![0f32; end];
         let mut dense = vec![0f64; m.cols];
         let mut first = 0;
-        for (b, g) in graphs.iter().enumerate() {
+        for (g, &(offset, width)) in graphs.iter().zip(&at) {
             let k = g.nodes.len();
-            let block = &mut gram[b * width * width..(b + 1) * width * width];
+            let block = &mut gram[offset..offset + k * k];
             for i in 0..k {
                 let (idx, val) = m.row(first + i);
                 for (&c, &v) in idx.iter().zip(val) {
@@ -327,7 +372,7 @@ impl NodeBatch {
             }
             first += k;
         }
-        Tensor::from_data(TensorData::new(gram, [graphs.len(), width, width]), device)
+        HostGrams { values: gram, at }
     }
 
     pub fn len(&self) -> usize {
@@ -343,12 +388,8 @@ impl NodeBatch {
     /// numbers ([`BlockGroups`]).
     fn block_gram(&self, t: Tensor<2>) -> Tensor<3> {
         let c = t.dims()[1];
-        let zero = Tensor::<2>::zeros([1, c], &t.device());
-        let rows = Tensor::cat(vec![t, zero], 0);
-        let gram = |pad_index: &Tensor<1, Int>, blocks: usize, width: usize| {
-            let padded = rows.clone().select(0, pad_index.clone()).reshape([blocks, width, c]);
-            padded.clone().matmul(padded.swap_dims(1, 2))
-        };
+        let rows = with_zero_row(t);
+        let gram = |pad_index: &Tensor<1, Int>, blocks: usize, width: usize| padded_gram(&rows, pad_index, blocks, width);
         match &self.groups {
             Some(g) if c <= MAX_GROUPED_COLUMNS => {
                 let s = self.width;
@@ -376,8 +417,49 @@ impl NodeBatch {
     /// [`block_gram`](Self::block_gram) of the features.
     fn features_gram(&self) -> Tensor<3> {
         match &self.features {
-            BatchFeatures::Sparse(b) => b.gram.clone(),
+            BatchFeatures::Sparse(b) => b.gram.padded(&self.block_rows(), self.width, &self.device),
             BatchFeatures::Dense(x) => self.block_gram(x.clone()),
+        }
+    }
+
+    /// Rows of each block.
+    fn block_rows(&self) -> Vec<usize> {
+        self.block_start.windows(2).map(|w| w[1] - w[0]).collect()
+    }
+
+    /// The entries of [`block_gram`](Self::block_gram), the same products of the same
+    /// padded rows, on the host and each group at its own width: never the `[B, S, S]`
+    /// layout, whose padding (and the copies that build it) cost more than the products.
+    fn host_block_grams(&self, t: Tensor<2>) -> HostGrams {
+        let c = t.dims()[1];
+        let rows = with_zero_row(t);
+        let host = |k: Tensor<3>| k.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert");
+        match &self.groups {
+            Some(g) if c <= MAX_GROUPED_COLUMNS => {
+                let mut values = Vec::new();
+                let mut at = vec![(0, 0); self.blocks];
+                for grp in &g.groups {
+                    let first = values.len();
+                    values.extend(host(padded_gram(&rows, &grp.pad_index, grp.blocks, grp.width)));
+                    for (p, &b) in grp.members.iter().enumerate() {
+                        at[b] = (first + p * grp.width * grp.width, grp.width);
+                    }
+                }
+                HostGrams { values, at }
+            }
+            _ => {
+                let s = self.width;
+                let values = host(padded_gram(&rows, &self.pad_index, self.blocks, s));
+                HostGrams { values, at: (0..self.blocks).map(|b| (b * s * s, s)).collect() }
+            }
+        }
+    }
+
+    /// [`host_block_grams`](Self::host_block_grams) of the features.
+    fn features_host_grams(&self) -> HostGrams {
+        match &self.features {
+            BatchFeatures::Sparse(b) => b.gram.clone(),
+            BatchFeatures::Dense(x) => self.host_block_grams(x.clone()),
         }
     }
 
@@ -529,6 +611,87 @@ pub fn per_node(model: &NodeClassifier, batch: &NodeBatch, loss: &dyn Loss, labe
     Ok(PerNode { uses, grads: g, loss: value })
 }
 
+/// Σ_{i,j} ka_b(i, j)·kg_b(i, j) per block b, as burn-flex computes
+/// `(ka * kg).sum_dim(2).sum_dim(1)` on the `[B, S, S]` layout (S: the batch's widest
+/// block) in f32: each row of S products summed by its `sum_rows_f32`, then a block's
+/// row sums added one after the other from 0 (its middle-axis reduction). Entries past a
+/// block's rows are zero in that layout, which moves no sum but a zero's sign, so only a
+/// block's own rows are summed, each placed in a zero row of S. `None` where an entry is
+/// not finite (there the padding's 0·∞ would give NaN).
+fn padded_square_norms(batch: &NodeBatch, ka: &HostGrams, kg: &HostGrams) -> Option<Vec<f32>> {
+    if !ka.values.iter().chain(&kg.values).all(|x| x.is_finite()) {
+        return None;
+    }
+    let s = batch.width;
+    let mut products = vec![0f32; batch.rows * s];
+    for b in 0..batch.blocks {
+        let first = batch.block_start[b];
+        let k = batch.block_start[b + 1] - first;
+        for i in 0..k {
+            let row = &mut products[(first + i) * s..(first + i) * s + k];
+            for (j, p) in row.iter_mut().enumerate() {
+                *p = ka.entry(b, i, j) * kg.entry(b, i, j);
+            }
+        }
+    }
+    let mut row_sums = vec![0f32; batch.rows];
+    flex_sum_rows(&products, s, &mut row_sums);
+    Some(
+        (0..batch.blocks)
+            .map(|b| {
+                let mut sum = 0f32;
+                for r in &row_sums[batch.block_start[b]..batch.block_start[b + 1]] {
+                    sum += r;
+                }
+                sum
+            })
+            .collect(),
+    )
+}
+
+/// burn-flex 0.22.1's `sum_rows_f32` (its `simd::kernels::sum_body`, which is private),
+/// copied so that a row summed here gives its bits: eight vector accumulators over
+/// blocks of eight vectors, combined pairwise, the remaining whole vectors, then the
+/// lanes (macerator's `reduce_add`) plus the scalar tail. macerator picks the same
+/// instruction set for both at run time.
+#[macerator::with_simd]
+fn flex_sum_rows<S: Simd>(src: &[f32], row_len: usize, dst: &mut [f32]) {
+    for (row, d) in src.chunks_exact(row_len).zip(dst.iter_mut()) {
+        *d = flex_sum_body::<S>(row);
+    }
+}
+
+#[inline(always)]
+fn flex_sum_body<S: Simd>(mut xs: &[f32]) -> f32 {
+    let lanes = f32::lanes::<S>();
+    let stride = lanes * 8;
+    let zero = 0f32.splat::<S>();
+    let (mut s0, mut s1, mut s2, mut s3) = (zero, zero, zero, zero);
+    let (mut s4, mut s5, mut s6, mut s7) = (zero, zero, zero, zero);
+    while xs.len() >= stride {
+        // SAFETY: the loop condition keeps all eight loads within `xs`.
+        unsafe {
+            let p = xs.as_ptr();
+            s0 += vload_unaligned(p);
+            s1 += vload_unaligned(p.add(lanes));
+            s2 += vload_unaligned(p.add(lanes * 2));
+            s3 += vload_unaligned(p.add(lanes * 3));
+            s4 += vload_unaligned(p.add(lanes * 4));
+            s5 += vload_unaligned(p.add(lanes * 5));
+            s6 += vload_unaligned(p.add(lanes * 6));
+            s7 += vload_unaligned(p.add(lanes * 7));
+        }
+        xs = &xs[stride..];
+    }
+    let mut sum = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+    while xs.len() >= lanes {
+        // SAFETY: the loop condition keeps the load within `xs`.
+        sum += unsafe { vload_unaligned(xs.as_ptr()) };
+        xs = &xs[lanes..];
+    }
+    sum.reduce_add() + xs.iter().copied().sum::<f32>()
+}
+
 /// A `[R, c]` tensor's values on the host, row-major.
 fn host(t: &Tensor<2>) -> Vec<f32> {
     t.clone().into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert")
@@ -574,27 +737,55 @@ impl PerNode {
     }
 
     /// `[tensor][node]`: the L2 norm of each node's gradient of each parameter tensor.
+    ///
+    /// ‖A_bᵀG_b‖² is the sum of the element-wise product of two `[B, S, S]` block Gram
+    /// matrices, summed over the last axis and then the middle one. On burn-flex in f32
+    /// the Gram matrices come to the host each group at its own width and the sums are
+    /// taken there in burn-flex's order ([`padded_square_norms`]): the same bits without
+    /// the padded layout. Elsewhere (and should an entry not be finite) on the device.
     pub fn norms(&self, batch: &NodeBatch) -> Vec<Vec<f64>> {
         let ones = Tensor::<2>::ones([batch.rows, 1], &batch.device);
-        let mut cache: Vec<(Option<usize>, Tensor<3>)> = Vec::new();
+        let on_host = Strategy::for_device(&batch.device) == Strategy::Fused && self.grads.iter().all(|g| g.dtype() == DType::F32);
+        let mut host_cache: Vec<(Option<usize>, HostGrams)> = Vec::new();
+        let mut device_cache: Vec<(Option<usize>, Tensor<3>)> = Vec::new();
         let mut out = Vec::with_capacity(self.uses.len());
         for (u, g) in self.uses.iter().zip(&self.grads) {
-            let ka = match cache.iter().find(|(key, _)| *key == u.key) {
-                Some((_, k)) => k.clone(),
+            let on_host = on_host.then(|| {
+                let i = match host_cache.iter().position(|(key, _)| *key == u.key) {
+                    Some(i) => i,
+                    None => {
+                        let k = match &u.input {
+                            None => batch.host_block_grams(ones.clone()),
+                            Some(LayerInput::Hidden(a)) => batch.host_block_grams(a.clone()),
+                            Some(LayerInput::Features) => batch.features_host_grams(),
+                        };
+                        host_cache.push((u.key, k));
+                        host_cache.len() - 1
+                    }
+                };
+                padded_square_norms(batch, &host_cache[i].1, &batch.host_block_grams(g.clone()))
+            });
+            let sq = match on_host.flatten() {
+                Some(sq) => sq.into_iter().map(f64::from).collect(),
                 None => {
-                    let k = match &u.input {
-                        None => batch.block_gram(ones.clone()),
-                        Some(LayerInput::Hidden(a)) => batch.block_gram(a.clone()),
-                        Some(LayerInput::Features) => batch.features_gram(),
+                    let ka = match device_cache.iter().find(|(key, _)| *key == u.key) {
+                        Some((_, k)) => k.clone(),
+                        None => {
+                            let k = match &u.input {
+                                None => batch.block_gram(ones.clone()),
+                                Some(LayerInput::Hidden(a)) => batch.block_gram(a.clone()),
+                                Some(LayerInput::Features) => batch.features_gram(),
+                            };
+                            device_cache.push((u.key, k.clone()));
+                            k
+                        }
                     };
-                    cache.push((u.key, k.clone()));
-                    k
+                    let kg = batch.block_gram(g.clone());
+                    let sq = (ka * kg).sum_dim(2).sum_dim(1).reshape([batch.blocks]);
+                    sq.into_data().convert::<f64>().try_into_vec::<f64>().expect("f64 after convert")
                 }
             };
-            let kg = batch.block_gram(g.clone());
-            let sq = (ka * kg).sum_dim(2).sum_dim(1).reshape([batch.blocks]);
-            let v = sq.into_data().convert::<f64>().try_into_vec::<f64>().expect("f64 after convert");
-            out.push(v.into_iter().map(|s| s.max(0.0).sqrt()).collect());
+            out.push(sq.into_iter().map(|s: f64| s.max(0.0).sqrt()).collect());
         }
         out
     }
@@ -845,6 +1036,51 @@ mod tests {
             assert_eq!(differ, 0, "{c} columns: {differ} entries differ");
         }
         assert!(batch(&[1, 3, 16, 9]).groups.is_none() && batch(&[20, 22, 24, 21]).groups.is_none());
+    }
+
+    /// The squared norms summed on the host equal burn-flex's sums over the padded
+    /// `[B, S, S]` product bit for bit: grouped and ungrouped batches, narrow and wide
+    /// Gram matrices, the sparse features' Gram matrices, and rows of 128 products or more
+    /// (burn-flex's eight-accumulator loop on AVX-512; 64 on AVX2).
+    #[test]
+    fn host_norms_equal_the_padded_device_sums_bit_for_bit() {
+        let device = Device::flex();
+        let n = 300;
+        let batch = |sizes: &[usize], f: &Features| {
+            let graphs: Vec<ComputationGraph> = sizes
+                .iter()
+                .enumerate()
+                .map(|(b, &k)| ComputationGraph { nodes: (0..k).map(|i| (b * 7 + i) % n).collect(), senders: vec![Vec::new(); k] })
+                .collect();
+            NodeBatch::new(&graphs, f, &vec![0; sizes.len()], &device).unwrap()
+        };
+        let on_device = |batch: &NodeBatch, ka: Tensor<3>, kg: Tensor<3>| {
+            let sq = (ka * kg).sum_dim(2).sum_dim(1).reshape([batch.blocks]);
+            sq.into_data().convert::<f32>().try_into_vec::<f32>().unwrap()
+        };
+        let tensor = |r: usize, c: usize, salt: usize| {
+            let data: Vec<f32> = (0..r * c).map(|i| (((i + salt) * 7919 % 1013) as f32 - 506.0) / 97.0).collect();
+            Tensor::<2>::from_data(TensorData::new(data, [r, c]), &device)
+        };
+        let sizes: [&[usize]; 4] =
+            [&[1, 3, 40, 18, 101, 5, 17, 70, 16, 2, 33, 9, 24, 26], &[1, 3, 16, 9], &[20, 22, 24, 21], &[140, 3, 60, 131, 2, 129, 35]];
+        for sizes in sizes {
+            for f in [features(n, 6), sparse_features(n, 40)] {
+                let batch = batch(sizes, &f);
+                let r = batch.rows;
+                for (ca, cg) in [(1, 1), (1, 7), (2, 2), (7, 64), (64, 7), (512, 16), (513, 3)] {
+                    let (a, g) = (tensor(r, ca, 1), tensor(r, cg, 2));
+                    let host = padded_square_norms(&batch, &batch.host_block_grams(a.clone()), &batch.host_block_grams(g.clone())).unwrap();
+                    let dev = on_device(&batch, batch.block_gram(a), batch.block_gram(g));
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&host), bits(&dev), "sizes {sizes:?}, {ca} and {cg} columns");
+                }
+                let g = tensor(r, 16, 3);
+                let host = padded_square_norms(&batch, &batch.features_host_grams(), &batch.host_block_grams(g.clone())).unwrap();
+                let dev = on_device(&batch, batch.features_gram(), batch.block_gram(g));
+                assert_eq!(host.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), dev.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+            }
+        }
     }
 
     /// Batched norms and clipped sums equal the naive per-node loop (GCN and SAGE, one and
