@@ -432,6 +432,19 @@ impl NodeBatch {
     /// layout, whose padding (and the copies that build it) cost more than the products.
     fn host_block_grams(&self, t: Tensor<2>) -> HostGrams {
         let c = t.dims()[1];
+        // Every product gemm would run here takes its vertical kernel in one block of k:
+        // the same chains, block by block on the host, unpadded.
+        let narrowest = self
+            .groups
+            .as_ref()
+            .filter(|_| c <= MAX_GROUPED_COLUMNS)
+            .map_or(self.width, |g| g.groups.iter().map(|g| g.width).min().unwrap_or(0));
+        if (FMA_CHAIN_MIN_COLUMNS..=MAX_GROUPED_COLUMNS).contains(&c)
+            && narrowest * narrowest > GEMM_HORIZONTAL_MAX_ENTRIES
+            && fma_chain_gram_available()
+        {
+            return self.fma_chain_grams(&host(&t), c);
+        }
         let rows = with_zero_row(t);
         let host = |k: Tensor<3>| k.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert");
         match &self.groups {
@@ -453,6 +466,24 @@ impl NodeBatch {
                 HostGrams { values, at: (0..self.blocks).map(|b| (b * s * s, s)).collect() }
             }
         }
+    }
+
+    /// Each block's Gram matrix of `values` (`[R, c]`, row-major) by [`fma_chain_gram`],
+    /// unpadded.
+    fn fma_chain_grams(&self, values: &[f32], c: usize) -> HostGrams {
+        let mut at = Vec::with_capacity(self.blocks);
+        let mut end = 0;
+        for w in self.block_start.windows(2) {
+            at.push((end, w[1] - w[0]));
+            end += (w[1] - w[0]) * (w[1] - w[0]);
+        }
+        let mut out = vec![0f32; end];
+        let mut scratch = Vec::new();
+        for (b, &(offset, k)) in at.iter().enumerate() {
+            let first = self.block_start[b];
+            fma_chain_gram(&values[first * c..(first + k) * c], k, c, &mut out[offset..offset + k * k], &mut scratch);
+        }
+        HostGrams { values: out, at }
     }
 
     /// [`host_block_grams`](Self::host_block_grams) of the features.
@@ -609,6 +640,87 @@ pub fn per_node(model: &NodeClassifier, batch: &NodeBatch, loss: &dyn Loss, labe
         })
         .collect();
     Ok(PerNode { uses, grads: g, loss: value })
+}
+
+/// gemm 0.19 multiplies m × n ≤ this many entries with its horizontal kernel (lanes
+/// along k, then summed across): not the chains of [`fma_chain_gram`].
+const GEMM_HORIZONTAL_MAX_ENTRIES: usize = 256;
+/// Below this many columns gemm takes its `gevv` path (k ≤ 2).
+const FMA_CHAIN_MIN_COLUMNS: usize = 3;
+
+/// Whether gemm's f32 kernels on this CPU fuse their multiply-adds (x86-64 with FMA and
+/// AVX2 or AVX-512F), so that [`fma_chain_gram`] gives their bits.
+fn fma_chain_gram_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        has!("fma") && (has!("avx2") || has!("avx512f"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The Gram matrix of `k` rows of `c` values (`rows`, row-major) into `out` (`k × k`):
+/// entry (i, j) a chain of fused multiply-adds over the columns in order, from +0 — what
+/// gemm 0.19's vertical microkernels compute for a product of more than
+/// [`GEMM_HORIZONTAL_MAX_ENTRIES`] entries and 3 to 512 columns (one block of k, stored
+/// as 1·acc), so that a block's Gram matrix needs neither padding nor a batched product.
+/// Sixteen entries of a row at a time, four rows at once, along a transposed copy.
+fn fma_chain_gram(rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
+    const L: usize = 16;
+    let kp = k.div_ceil(L) * L;
+    scratch.clear();
+    scratch.resize(c * kp, 0.0);
+    for (i, row) in rows.chunks_exact(c).enumerate() {
+        for (col, &x) in row.iter().enumerate() {
+            scratch[col * kp + i] = x;
+        }
+    }
+    #[inline(always)]
+    fn body(rows: &[f32], k: usize, c: usize, kp: usize, t: &[f32], out: &mut [f32]) {
+        let mut i = 0;
+        while i < k {
+            let r = (k - i).min(4);
+            for jb in (0..kp).step_by(L) {
+                let mut acc = [[0f32; L]; 4];
+                for col in 0..c {
+                    let tj: &[f32; L] = t[col * kp + jb..col * kp + jb + L].try_into().expect("L values");
+                    for (q, acc) in acc.iter_mut().enumerate().take(r) {
+                        let a = rows[(i + q) * c + col];
+                        for l in 0..L {
+                            acc[l] = a.mul_add(tj[l], acc[l]);
+                        }
+                    }
+                }
+                for (q, acc) in acc.iter().enumerate().take(r) {
+                    let n = (k - jb).min(L);
+                    out[(i + q) * k + jb..(i + q) * k + jb + n].copy_from_slice(&acc[..n]);
+                }
+            }
+            i += r;
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f,fma")]
+        unsafe fn avx512(rows: &[f32], k: usize, c: usize, kp: usize, t: &[f32], out: &mut [f32]) {
+            body(rows, k, c, kp, t, out)
+        }
+        #[target_feature(enable = "avx2,fma")]
+        unsafe fn avx2(rows: &[f32], k: usize, c: usize, kp: usize, t: &[f32], out: &mut [f32]) {
+            body(rows, k, c, kp, t, out)
+        }
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx512f") && has!("fma") {
+            // SAFETY: the CPU has AVX-512F and FMA (checked just above).
+            return unsafe { avx512(rows, k, c, kp, scratch, out) };
+        }
+        if has!("avx2") && has!("fma") {
+            // SAFETY: the CPU has AVX2 and FMA (checked just above).
+            return unsafe { avx2(rows, k, c, kp, scratch, out) };
+        }
+    }
+    body(rows, k, c, kp, scratch, out)
 }
 
 /// Σ_{i,j} ka_b(i, j)·kg_b(i, j) per block b, as burn-flex computes
@@ -1079,6 +1191,47 @@ mod tests {
                 let host = padded_square_norms(&batch, &batch.features_host_grams(), &batch.host_block_grams(g.clone())).unwrap();
                 let dev = on_device(&batch, batch.features_gram(), batch.block_gram(g));
                 assert_eq!(host.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), dev.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+            }
+        }
+    }
+
+    /// Block Gram matrices as fused multiply-add chains on the host are gemm's entries
+    /// bit for bit, for widths 17 to 300 and 3 to 512 columns (grouped and not).
+    #[test]
+    fn fma_chain_grams_equal_gemms_bit_for_bit() {
+        if !fma_chain_gram_available() {
+            return;
+        }
+        let device = Device::flex();
+        let n = 400;
+        let f = features(n, 6);
+        for sizes in [&[300, 17, 64, 65, 129, 40][..], &[17, 18, 20], &[90, 91, 70, 33]] {
+            let graphs: Vec<ComputationGraph> = sizes
+                .iter()
+                .enumerate()
+                .map(|(b, &k)| ComputationGraph { nodes: (0..k).map(|i| (b * 7 + i) % n).collect(), senders: vec![Vec::new(); k] })
+                .collect();
+            let grouped = NodeBatch::new(&graphs, &f, &vec![0; sizes.len()], &device).unwrap();
+            let mut padded = grouped.clone();
+            padded.groups = None;
+            for batch in [&grouped, &padded] {
+                let r = batch.rows;
+                for c in [3, 7, 16, 64, 100, 511, 512] {
+                    let data: Vec<f32> = (0..r * c).map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 97.0).collect();
+                    let t = Tensor::<2>::from_data(TensorData::new(data.clone(), [r, c]), &device);
+                    let chains = batch.fma_chain_grams(&data, c);
+                    let gemm = batch.block_gram(t).into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
+                    let s = batch.width;
+                    let mut differ = 0;
+                    for (b, &k) in sizes.iter().enumerate() {
+                        for i in 0..k {
+                            for j in 0..k {
+                                differ += usize::from(chains.entry(b, i, j).to_bits() != gemm[b * s * s + i * s + j].to_bits());
+                            }
+                        }
+                    }
+                    assert_eq!(differ, 0, "sizes {sizes:?}, {c} columns, grouped {}", batch.groups.is_some());
+                }
             }
         }
     }
