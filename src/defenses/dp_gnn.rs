@@ -257,11 +257,13 @@ pub struct DpGnn {
 
 /// One client's sampled graph, noise and budget.
 struct ClientPlan {
-    /// Per node: the nodes whose messages it receives in training (after bounding).
-    senders: Vec<Vec<u32>>,
     /// Nodes whose kept set exceeded D and were dropped from every computation graph.
     dropped: usize,
     train_nodes: Vec<usize>,
+    /// Per node: its computation graph where it is a training node, over the nodes whose
+    /// messages each node receives in training (after bounding); built once, every batch
+    /// reuses them.
+    graphs: Vec<Option<ComputationGraph>>,
     layers: usize,
     /// B, or N_train for a small client under `small_clients: full-batch`.
     batch: usize,
@@ -364,7 +366,7 @@ impl DpGnn {
 
 /// The computation graphs of `roots` with their held labels, batched.
 fn batch_of(plan: &ClientPlan, roots: &[usize], local: &LocalData, device: &burn::tensor::Device) -> Result<NodeBatch> {
-    let graphs: Vec<ComputationGraph> = roots.iter().map(|&v| ComputationGraph::of(v, plan.layers, &plan.senders)).collect();
+    let graphs: Vec<&ComputationGraph> = roots.iter().map(|&v| plan.graphs[v].as_ref().expect("roots are training nodes")).collect();
     let labels: Vec<u32> = roots.iter().map(|&v| local.labels[v].expect("training nodes are labelled")).collect();
     NodeBatch::new(&graphs, &local.features, &labels, device)
 }
@@ -505,10 +507,14 @@ impl LocalTrainer for DpGnn {
                 ((senders, 0), removed)
             }
         };
+        let mut graphs = vec![None; senders.len()];
+        for &v in &train_nodes {
+            graphs[v] = Some(ComputationGraph::of(v, layers, &senders));
+        }
         let plan = ClientPlan {
-            senders,
             dropped,
             train_nodes,
+            graphs,
             layers,
             batch,
             mechanism,

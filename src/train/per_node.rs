@@ -268,7 +268,14 @@ impl NodeBatch {
 
     /// `graphs[b]` with its root labelled `labels[b]`; features of client nodes from
     /// `features`.
-    pub fn new(graphs: &[ComputationGraph], features: &Features, labels: &[u32], device: &Device) -> Result<NodeBatch> {
+    pub fn new<G: std::borrow::Borrow<ComputationGraph>>(
+        graphs: &[G],
+        features: &Features,
+        labels: &[u32],
+        device: &Device,
+    ) -> Result<NodeBatch> {
+        let graphs: Vec<&ComputationGraph> = graphs.iter().map(|g| g.borrow()).collect();
+        let graphs = graphs.as_slice();
         if graphs.is_empty() || graphs.len() != labels.len() {
             return Err(Error::Other(format!(
                 "a node batch needs one label per graph, got {} graphs and {} labels",
@@ -341,7 +348,7 @@ impl NodeBatch {
 
     /// The Gram matrix of each block's rows of `m` (blocks in batch order, each its own
     /// size), summed in f64 over each pair's common non-zeros.
-    fn host_gram(m: &crate::data::features::CsrMatrix, graphs: &[ComputationGraph]) -> HostGrams {
+    fn host_gram(m: &crate::data::features::CsrMatrix, graphs: &[&ComputationGraph]) -> HostGrams {
         let mut at = Vec::with_capacity(graphs.len());
         let mut end = 0;
         for g in graphs {
@@ -484,6 +491,18 @@ impl NodeBatch {
             fma_chain_gram(&values[first * c..(first + k) * c], k, c, &mut out[offset..offset + k * k], &mut scratch);
         }
         HostGrams { values: out, at }
+    }
+
+    /// [`host_block_grams`](Self::host_block_grams) of a column of ones (a bias's input):
+    /// 1 in every block's rows, as gemm computes it (1·1, exact).
+    fn ones_grams(&self) -> HostGrams {
+        let mut at = Vec::with_capacity(self.blocks);
+        let mut end = 0;
+        for w in self.block_start.windows(2) {
+            at.push((end, w[1] - w[0]));
+            end += (w[1] - w[0]) * (w[1] - w[0]);
+        }
+        HostGrams { values: vec![1.0; end], at }
     }
 
     /// [`host_block_grams`](Self::host_block_grams) of the features.
@@ -867,7 +886,7 @@ impl PerNode {
                     Some(i) => i,
                     None => {
                         let k = match &u.input {
-                            None => batch.host_block_grams(ones.clone()),
+                            None => batch.ones_grams(),
                             Some(LayerInput::Hidden(a)) => batch.host_block_grams(a.clone()),
                             Some(LayerInput::Features) => batch.features_host_grams(),
                         };
@@ -1189,7 +1208,10 @@ mod tests {
                 }
                 let g = tensor(r, 16, 3);
                 let host = padded_square_norms(&batch, &batch.features_host_grams(), &batch.host_block_grams(g.clone())).unwrap();
-                let dev = on_device(&batch, batch.features_gram(), batch.block_gram(g));
+                let dev = on_device(&batch, batch.features_gram(), batch.block_gram(g.clone()));
+                assert_eq!(host.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), dev.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
+                let host = padded_square_norms(&batch, &batch.ones_grams(), &batch.host_block_grams(g.clone())).unwrap();
+                let dev = on_device(&batch, batch.block_gram(Tensor::<2>::ones([r, 1], &device)), batch.block_gram(g));
                 assert_eq!(host.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), dev.iter().map(|x| x.to_bits()).collect::<Vec<_>>());
             }
         }
