@@ -684,7 +684,8 @@ fn fma_chain_gram_available() -> bool {
 /// gemm 0.19's vertical microkernels compute for a product of more than
 /// [`GEMM_HORIZONTAL_MAX_ENTRIES`] entries and 3 to 512 columns (one block of k, stored
 /// as 1·acc), so that a block's Gram matrix needs neither padding nor a batched product.
-/// Sixteen entries of a row at a time, four rows at once, along a transposed copy.
+/// Sixteen entries of a row at a time, four rows at once, along a transposed copy; the
+/// lower triangle only, mirrored (a·b = b·a inside a fused multiply-add too).
 fn fma_chain_gram(rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
     const L: usize = 16;
     let kp = k.div_ceil(L) * L;
@@ -700,7 +701,8 @@ fn fma_chain_gram(rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &m
         let mut i = 0;
         while i < k {
             let r = (k - i).min(4);
-            for jb in (0..kp).step_by(L) {
+            // Only chunks reaching the lower triangle: the rest mirrors it below.
+            for jb in (0..i + r).step_by(L) {
                 let mut acc = [[0f32; L]; 4];
                 for col in 0..c {
                     let tj: &[f32; L] = t[col * kp + jb..col * kp + jb + L].try_into().expect("L values");
@@ -717,6 +719,11 @@ fn fma_chain_gram(rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &m
                 }
             }
             i += r;
+        }
+        for i in 0..k {
+            for j in i + 1..k {
+                out[i * k + j] = out[j * k + i];
+            }
         }
     }
     #[cfg(target_arch = "x86_64")]
