@@ -9,8 +9,10 @@
 //! A_bᵀ·G_b over the rows of block b, G = ∂L/∂out. One backward pass yields every G,
 //! read off zero "probe" tensors added to each linear output. Then, per tensor:
 //!
-//! - ‖A_bᵀG_b‖²_F = Σ_{i,j ∈ b} (a_i·a_j)(g_i·g_j): two block Gram matrices (blocks
-//!   padded to the largest), multiplied element-wise and summed;
+//! - ‖A_bᵀG_b‖²_F = Σ_{i,j ∈ b} (a_i·a_j)(g_i·g_j): two block Gram matrices, multiplied
+//!   element-wise and summed — on burn-flex on the host, block by block, in the order
+//!   gemm and burn-flex's reductions would take over the blocks padded to the largest
+//!   (the numbers DP-GNN's results were first made with), elsewhere on the device;
 //! - Σ_b c_b·A_bᵀG_b = Aᵀ·(c ∘ G), c_b scaling the rows of block b: one matrix product,
 //!   the size of an ordinary weight gradient.
 //!
