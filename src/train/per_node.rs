@@ -240,6 +240,19 @@ struct HostGrams {
 }
 
 impl HostGrams {
+    /// Where each block's `k × k` matrix goes, one after another (blocks of `sizes`
+    /// rows), and the values' length.
+    fn unpadded(sizes: impl Iterator<Item = usize>) -> (Vec<(usize, usize)>, usize) {
+        let mut end = 0;
+        let at = sizes
+            .map(|k| {
+                end += k * k;
+                (end - k * k, k)
+            })
+            .collect();
+        (at, end)
+    }
+
     fn entry(&self, b: usize, i: usize, j: usize) -> f32 {
         let (offset, width) = self.at[b];
         self.values[offset + i * width + j]
@@ -351,13 +364,7 @@ impl NodeBatch {
     /// The Gram matrix of each block's rows of `m` (blocks in batch order, each its own
     /// size), summed in f64 over each pair's common non-zeros.
     fn host_gram(m: &crate::data::features::CsrMatrix, graphs: &[&ComputationGraph]) -> HostGrams {
-        let mut at = Vec::with_capacity(graphs.len());
-        let mut end = 0;
-        for g in graphs {
-            let k = g.nodes.len();
-            at.push((end, k));
-            end += k * k;
-        }
+        let (at, end) = HostGrams::unpadded(graphs.iter().map(|g| g.nodes.len()));
         let mut gram = vec![0f32; end];
         let mut dense = vec![0f64; m.cols];
         let mut first = 0;
@@ -480,12 +487,7 @@ impl NodeBatch {
     /// Each block's Gram matrix of `values` (`[R, c]`, row-major) by [`fma_chain_gram`],
     /// unpadded.
     fn fma_chain_grams(&self, values: &[f32], c: usize) -> HostGrams {
-        let mut at = Vec::with_capacity(self.blocks);
-        let mut end = 0;
-        for w in self.block_start.windows(2) {
-            at.push((end, w[1] - w[0]));
-            end += (w[1] - w[0]) * (w[1] - w[0]);
-        }
+        let (at, end) = HostGrams::unpadded(self.block_rows().into_iter());
         let mut out = vec![0f32; end];
         let mut scratch = Vec::new();
         for (b, &(offset, k)) in at.iter().enumerate() {
@@ -498,12 +500,7 @@ impl NodeBatch {
     /// [`host_block_grams`](Self::host_block_grams) of a column of ones (a bias's input):
     /// 1 in every block's rows, as gemm computes it (1·1, exact).
     fn ones_grams(&self) -> HostGrams {
-        let mut at = Vec::with_capacity(self.blocks);
-        let mut end = 0;
-        for w in self.block_start.windows(2) {
-            at.push((end, w[1] - w[0]));
-            end += (w[1] - w[0]) * (w[1] - w[0]);
-        }
+        let (at, end) = HostGrams::unpadded(self.block_rows().into_iter());
         HostGrams { values: vec![1.0; end], at }
     }
 
