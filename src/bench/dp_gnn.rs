@@ -103,6 +103,18 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
          naive / batched = {:.2}",
         naive / batched
     );
+    // The block Gram matrices of that batch's rows at 512 and 64 columns (its hidden
+    // layer's and its output's widths), on each instruction set the chains compile for.
+    let sizes: Vec<usize> = graphs.iter().map(|g| g.nodes.len()).collect();
+    let mut line = String::from("block Gram matrices of those 64 computation graphs (fused multiply-add chains, the lower triangle):");
+    for c in [512, 64] {
+        let values: Vec<f32> = (0..rows * c).map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 97.0).collect();
+        for path in crate::train::per_node::gram_chain_paths() {
+            let ms = median_ms(reps.max(5), || Ok(crate::train::per_node::gram_chains_on(path, &values, &sizes, c)))?;
+            line.push_str(&format!(" {c} columns {path:?} {ms:.3} ms;"));
+        }
+    }
+    println!("{}", line.trim_end_matches(';'));
     // One step's noise for that model: a standard normal per parameter, drawn one at a
     // time through rand_distr against `rng::standard_normals` (the same values).
     let params = crate::fed::ModelParams::of(&model).num_values();

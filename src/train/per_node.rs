@@ -686,6 +686,56 @@ fn fma_chain_gram_available() -> bool {
 /// Sixteen entries of a row at a time, four rows at once, along a transposed copy; the
 /// lower triangle only, mirrored (a·b = b·a inside a fused multiply-add too).
 fn fma_chain_gram(rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
+    fma_chain_gram_on(ChainPath::best(), rows, k, c, out, scratch)
+}
+
+/// The instruction sets [`fma_chain_gram`] is compiled for (the same values on each:
+/// every step is one fused multiply-add).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChainPath {
+    Avx512,
+    Avx2,
+    Portable,
+}
+
+impl ChainPath {
+    fn best() -> ChainPath {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx512f") && has!("fma") {
+                return ChainPath::Avx512;
+            }
+            if has!("avx2") && has!("fma") {
+                return ChainPath::Avx2;
+            }
+        }
+        ChainPath::Portable
+    }
+}
+
+/// The instruction sets this CPU can run [`fma_chain_gram`] on, best first (for
+/// `fgl-sim bench dp-gnn`).
+pub(crate) fn gram_chain_paths() -> Vec<ChainPath> {
+    let best = ChainPath::best();
+    [ChainPath::Avx512, ChainPath::Avx2, ChainPath::Portable].into_iter().skip_while(|&p| p != best).collect()
+}
+
+/// The Gram matrices of consecutive blocks of `sizes` rows of `values` (`c` columns,
+/// row-major) on `path`; their total, so that the work cannot be dropped.
+pub(crate) fn gram_chains_on(path: ChainPath, values: &[f32], sizes: &[usize], c: usize) -> f32 {
+    let (mut first, mut scratch, mut total) = (0, Vec::new(), 0.0);
+    for &k in sizes {
+        let mut out = vec![0f32; k * k];
+        fma_chain_gram_on(path, &values[first * c..(first + k) * c], k, c, &mut out, &mut scratch);
+        total += out.iter().sum::<f32>();
+        first += k;
+    }
+    total
+}
+
+/// [`fma_chain_gram`] on `path`, which must be [`ChainPath::best`] or below it.
+fn fma_chain_gram_on(path: ChainPath, rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
     const L: usize = 16;
     let kp = k.div_ceil(L) * L;
     scratch.clear();
@@ -735,16 +785,15 @@ fn fma_chain_gram(rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &m
         unsafe fn avx2(rows: &[f32], k: usize, c: usize, kp: usize, t: &[f32], out: &mut [f32]) {
             body(rows, k, c, kp, t, out)
         }
-        use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") && has!("fma") {
-            // SAFETY: the CPU has AVX-512F and FMA (checked just above).
-            return unsafe { avx512(rows, k, c, kp, scratch, out) };
-        }
-        if has!("avx2") && has!("fma") {
-            // SAFETY: the CPU has AVX2 and FMA (checked just above).
-            return unsafe { avx2(rows, k, c, kp, scratch, out) };
+        match path {
+            // SAFETY: `ChainPath::best` found AVX-512F and FMA on this CPU.
+            ChainPath::Avx512 => return unsafe { avx512(rows, k, c, kp, scratch, out) },
+            // SAFETY: `ChainPath::best` found AVX2 and FMA (or more) on this CPU.
+            ChainPath::Avx2 => return unsafe { avx2(rows, k, c, kp, scratch, out) },
+            ChainPath::Portable => {}
         }
     }
+    let _ = path;
     body(rows, k, c, kp, scratch, out)
 }
 
@@ -1262,6 +1311,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every instruction set the Gram chains are compiled for gives the same bits (this
+    /// machine's best path is the one the other tests check against gemm).
+    #[test]
+    fn fma_chain_paths_agree_bit_for_bit() {
+        let best = ChainPath::best();
+        let paths = gram_chain_paths();
+        let mut scratch = Vec::new();
+        for (k, c) in [(1, 3), (5, 7), (17, 64), (40, 512), (33, 100)] {
+            let rows: Vec<f32> = (0..k * c).map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 97.0).collect();
+            let outs: Vec<Vec<u32>> = paths
+                .iter()
+                .map(|&p| {
+                    let mut out = vec![0f32; k * k];
+                    fma_chain_gram_on(p, &rows, k, c, &mut out, &mut scratch);
+                    out.into_iter().map(f32::to_bits).collect()
+                })
+                .collect();
+            assert!(outs.windows(2).all(|w| w[0] == w[1]), "{k} rows, {c} columns: paths {paths:?} differ");
+        }
+        assert!(paths.len() > 1 || best == ChainPath::Portable);
     }
 
     /// Batched norms and clipped sums equal the naive per-node loop (GCN and SAGE, one and
