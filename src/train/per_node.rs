@@ -455,11 +455,14 @@ impl NodeBatch {
             .as_ref()
             .filter(|_| c <= MAX_GROUPED_COLUMNS)
             .map_or(self.width, |g| g.groups.iter().map(|g| g.width).min().unwrap_or(0));
+        // Only where gemm's kernels fuse their multiply-adds (x86-64 with FMA and AVX2 or
+        // AVX-512F): the portable path is as exact, but gemm without FMA is not.
+        let path = ChainPath::best();
         if (FMA_CHAIN_MIN_COLUMNS..=MAX_GROUPED_COLUMNS).contains(&c)
             && narrowest * narrowest > GEMM_HORIZONTAL_MAX_ENTRIES
-            && fma_chain_gram_available()
+            && path != ChainPath::Portable
         {
-            return self.fma_chain_grams(&host(&t), c);
+            return fma_chain_grams(path, &host(&t), &self.block_rows(), c);
         }
         let rows = with_zero_row(t);
         let host = |k: Tensor<3>| k.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert");
@@ -482,19 +485,6 @@ impl NodeBatch {
                 HostGrams { values, at: (0..self.blocks).map(|b| (b * s * s, s)).collect() }
             }
         }
-    }
-
-    /// Each block's Gram matrix of `values` (`[R, c]`, row-major) by [`fma_chain_gram`],
-    /// unpadded.
-    fn fma_chain_grams(&self, values: &[f32], c: usize) -> HostGrams {
-        let (at, end) = HostGrams::unpadded(self.block_rows().into_iter());
-        let mut out = vec![0f32; end];
-        let mut scratch = Vec::new();
-        for (b, &(offset, k)) in at.iter().enumerate() {
-            let first = self.block_start[b];
-            fma_chain_gram(&values[first * c..(first + k) * c], k, c, &mut out[offset..offset + k * k], &mut scratch);
-        }
-        HostGrams { values: out, at }
     }
 
     /// [`host_block_grams`](Self::host_block_grams) of a column of ones (a bias's input):
@@ -666,29 +656,6 @@ const GEMM_HORIZONTAL_MAX_ENTRIES: usize = 256;
 /// Below this many columns gemm takes its `gevv` path (k ≤ 2).
 const FMA_CHAIN_MIN_COLUMNS: usize = 3;
 
-/// Whether gemm's f32 kernels on this CPU fuse their multiply-adds (x86-64 with FMA and
-/// AVX2 or AVX-512F), so that [`fma_chain_gram`] gives their bits.
-fn fma_chain_gram_available() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::is_x86_feature_detected as has;
-        has!("fma") && (has!("avx2") || has!("avx512f"))
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
-/// The Gram matrix of `k` rows of `c` values (`rows`, row-major) into `out` (`k × k`):
-/// entry (i, j) a chain of fused multiply-adds over the columns in order, from +0 — what
-/// gemm 0.19's vertical microkernels compute for a product of more than
-/// [`GEMM_HORIZONTAL_MAX_ENTRIES`] entries and 3 to 512 columns (one block of k, stored
-/// as 1·acc), so that a block's Gram matrix needs neither padding nor a batched product.
-/// Sixteen entries of a row at a time, four rows at once, along a transposed copy; the
-/// lower triangle only, mirrored (a·b = b·a inside a fused multiply-add too).
-fn fma_chain_gram(rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
-    fma_chain_gram_on(ChainPath::best(), rows, k, c, out, scratch)
-}
-
 /// The instruction sets [`fma_chain_gram`] is compiled for (the same values on each:
 /// every step is one fused multiply-add).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -714,28 +681,41 @@ impl ChainPath {
     }
 }
 
-/// The instruction sets this CPU can run [`fma_chain_gram`] on, best first (for
-/// `fgl-sim bench dp-gnn`).
+/// The instruction sets this CPU can run [`fma_chain_gram`] on, best first.
 pub(crate) fn gram_chain_paths() -> Vec<ChainPath> {
     let best = ChainPath::best();
     [ChainPath::Avx512, ChainPath::Avx2, ChainPath::Portable].into_iter().skip_while(|&p| p != best).collect()
 }
 
-/// The Gram matrices of consecutive blocks of `sizes` rows of `values` (`c` columns,
-/// row-major) on `path`; their total, so that the work cannot be dropped.
-pub(crate) fn gram_chains_on(path: ChainPath, values: &[f32], sizes: &[usize], c: usize) -> f32 {
-    let (mut first, mut scratch, mut total) = (0, Vec::new(), 0.0);
-    for &k in sizes {
-        let mut out = vec![0f32; k * k];
-        fma_chain_gram_on(path, &values[first * c..(first + k) * c], k, c, &mut out, &mut scratch);
-        total += out.iter().sum::<f32>();
+/// The Gram matrix of each consecutive block of `sizes` rows of `values` (`c` columns,
+/// row-major) by [`fma_chain_gram`] on `path`, unpadded.
+fn fma_chain_grams(path: ChainPath, values: &[f32], sizes: &[usize], c: usize) -> HostGrams {
+    let (at, end) = HostGrams::unpadded(sizes.iter().copied());
+    let mut out = vec![0f32; end];
+    let mut scratch = Vec::new();
+    let mut first = 0;
+    for &(offset, k) in &at {
+        fma_chain_gram(path, &values[first * c..(first + k) * c], k, c, &mut out[offset..offset + k * k], &mut scratch);
         first += k;
     }
-    total
+    HostGrams { values: out, at }
 }
 
-/// [`fma_chain_gram`] on `path`, which must be [`ChainPath::best`] or below it.
-fn fma_chain_gram_on(path: ChainPath, rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
+/// [`fma_chain_grams`] for `fgl-sim bench dp-gnn`: their total, so that the work cannot
+/// be dropped.
+pub(crate) fn gram_chains_on(path: ChainPath, values: &[f32], sizes: &[usize], c: usize) -> f32 {
+    fma_chain_grams(path, values, sizes, c).values.iter().sum()
+}
+
+/// The Gram matrix of `k` rows of `c` values (`rows`, row-major) into `out` (`k × k`):
+/// entry (i, j) a chain of fused multiply-adds over the columns in order, from +0 — what
+/// gemm 0.19's vertical microkernels compute for a product of more than
+/// [`GEMM_HORIZONTAL_MAX_ENTRIES`] entries and 3 to 512 columns (one block of k, stored
+/// as 1·acc), so that a block's Gram matrix needs neither padding nor a batched product.
+/// Sixteen entries of a row at a time, four rows at once, along a transposed copy; the
+/// lower triangle only, mirrored (a·b = b·a inside a fused multiply-add too). `path`
+/// must be [`ChainPath::best`] or below it.
+fn fma_chain_gram(path: ChainPath, rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
     const L: usize = 16;
     let kp = k.div_ceil(L) * L;
     scratch.clear();
@@ -878,6 +858,18 @@ fn flex_sum_body<S: Simd>(mut xs: &[f32]) -> f32 {
     sum.reduce_add() + xs.iter().copied().sum::<f32>()
 }
 
+/// The value of `cache` under `key`, made by `make` the first time.
+fn cached<T>(cache: &mut Vec<(Option<usize>, T)>, key: Option<usize>, make: impl FnOnce() -> T) -> &T {
+    let i = match cache.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None => {
+            cache.push((key, make()));
+            cache.len() - 1
+        }
+    };
+    &cache[i].1
+}
+
 /// A `[R, c]` tensor's values on the host, row-major.
 fn host(t: &Tensor<2>) -> Vec<f32> {
     t.clone().into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert")
@@ -930,44 +922,29 @@ impl PerNode {
     /// taken there in burn-flex's order ([`padded_square_norms`]): the same bits without
     /// the padded layout. Elsewhere (and should an entry not be finite) on the device.
     pub fn norms(&self, batch: &NodeBatch) -> Vec<Vec<f64>> {
-        let ones = Tensor::<2>::ones([batch.rows, 1], &batch.device);
         let on_host = Strategy::for_device(&batch.device) == Strategy::Fused && self.grads.iter().all(|g| g.dtype() == DType::F32);
+        // The layer inputs' Gram matrices, once per input (SAGE's two weights share one).
         let mut host_cache: Vec<(Option<usize>, HostGrams)> = Vec::new();
         let mut device_cache: Vec<(Option<usize>, Tensor<3>)> = Vec::new();
         let mut out = Vec::with_capacity(self.uses.len());
         for (u, g) in self.uses.iter().zip(&self.grads) {
             let on_host = on_host.then(|| {
-                let i = match host_cache.iter().position(|(key, _)| *key == u.key) {
-                    Some(i) => i,
-                    None => {
-                        let k = match &u.input {
-                            None => batch.ones_grams(),
-                            Some(LayerInput::Hidden(a)) => batch.host_block_grams(a.clone()),
-                            Some(LayerInput::Features) => batch.features_host_grams(),
-                        };
-                        host_cache.push((u.key, k));
-                        host_cache.len() - 1
-                    }
-                };
-                padded_square_norms(batch, &host_cache[i].1, &batch.host_block_grams(g.clone()))
+                let ka = cached(&mut host_cache, u.key, || match &u.input {
+                    None => batch.ones_grams(),
+                    Some(LayerInput::Hidden(a)) => batch.host_block_grams(a.clone()),
+                    Some(LayerInput::Features) => batch.features_host_grams(),
+                });
+                padded_square_norms(batch, ka, &batch.host_block_grams(g.clone()))
             });
             let sq = match on_host.flatten() {
                 Some(sq) => sq.into_iter().map(f64::from).collect(),
                 None => {
-                    let ka = match device_cache.iter().find(|(key, _)| *key == u.key) {
-                        Some((_, k)) => k.clone(),
-                        None => {
-                            let k = match &u.input {
-                                None => batch.block_gram(ones.clone()),
-                                Some(LayerInput::Hidden(a)) => batch.block_gram(a.clone()),
-                                Some(LayerInput::Features) => batch.features_gram(),
-                            };
-                            device_cache.push((u.key, k.clone()));
-                            k
-                        }
-                    };
-                    let kg = batch.block_gram(g.clone());
-                    let sq = (ka * kg).sum_dim(2).sum_dim(1).reshape([batch.blocks]);
+                    let ka = cached(&mut device_cache, u.key, || match &u.input {
+                        None => batch.block_gram(Tensor::<2>::ones([batch.rows, 1], &batch.device)),
+                        Some(LayerInput::Hidden(a)) => batch.block_gram(a.clone()),
+                        Some(LayerInput::Features) => batch.features_gram(),
+                    });
+                    let sq = (ka.clone() * batch.block_gram(g.clone())).sum_dim(2).sum_dim(1).reshape([batch.blocks]);
                     sq.into_data().convert::<f64>().try_into_vec::<f64>().expect("f64 after convert")
                 }
             };
@@ -1276,7 +1253,8 @@ mod tests {
     /// bit for bit, for widths 17 to 300 and 3 to 512 columns (grouped and not).
     #[test]
     fn fma_chain_grams_equal_gemms_bit_for_bit() {
-        if !fma_chain_gram_available() {
+        let best = ChainPath::best();
+        if best == ChainPath::Portable {
             return;
         }
         let device = Device::flex();
@@ -1296,7 +1274,7 @@ mod tests {
                 for c in [3, 7, 16, 64, 100, 511, 512] {
                     let data: Vec<f32> = (0..r * c).map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 97.0).collect();
                     let t = Tensor::<2>::from_data(TensorData::new(data.clone(), [r, c]), &device);
-                    let chains = batch.fma_chain_grams(&data, c);
+                    let chains = fma_chain_grams(best, &data, &batch.block_rows(), c);
                     let gemm = batch.block_gram(t).into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
                     let s = batch.width;
                     let mut differ = 0;
@@ -1326,7 +1304,7 @@ mod tests {
                 .iter()
                 .map(|&p| {
                     let mut out = vec![0f32; k * k];
-                    fma_chain_gram_on(p, &rows, k, c, &mut out, &mut scratch);
+                    fma_chain_gram(p, &rows, k, c, &mut out, &mut scratch);
                     out.into_iter().map(f32::to_bits).collect()
                 })
                 .collect();
