@@ -13,10 +13,10 @@ use crate::scenario::Scenario;
 /// (DP-GNN: ⌈N/B⌉ steps of B = 64 nodes with σ = 1, D = 5; plain: one full-batch step)
 /// at 2 layers × 16 and × 64 (GCN, GraphSAGE) and at EC-LDA's widths (GCN 1433 → 512 →
 /// 64 + head). An epoch's cost is the difference between runs of E and 3E local epochs
-/// over 2E (plain: 10× the epochs): what a run spends once (building the federation, DP-GNN's degree bounding
-/// and threshold estimate, the evaluation) is not an epoch's. Then the per-node gradients
-/// of one batch of 64 (EC-LDA's model): the batched computation graphs against the naive
-/// loop, one node at a time.
+/// over 2E (plain: 10× the epochs): what a run spends once (building the federation,
+/// DP-GNN's degree bounding and threshold estimate, the evaluation) is not an epoch's.
+/// Then the per-node gradients of one batch of 64 (EC-LDA's model): the batched
+/// computation graphs against the naive loop, one node at a time.
 pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
     use crate::train::per_node::{ComputationGraph, NodeBatch, per_node};
     let base = |arch: &str, model: &str, epochs: usize, fed: &str, defense: &str| {
