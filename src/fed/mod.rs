@@ -14,6 +14,7 @@ pub mod params;
 pub mod strategy;
 pub mod upload;
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -294,9 +295,11 @@ impl Federation {
             let t = Instant::now();
             let ctx = RoundContext { round, rounds };
             let selected = select_clients(self.clients.len(), &cfg.federation, cfg.seed, round);
-            let sent: Vec<ModelParams> = selected
+            // What each selected client is sent: the global model itself unless the
+            // strategy sends it something else.
+            let sent: Vec<Cow<'_, ModelParams>> = selected
                 .iter()
-                .map(|&i| strategy.before_broadcast(&ctx, self.clients[i].id, &global).unwrap_or_else(|| global.clone()))
+                .map(|&i| strategy.before_broadcast(&ctx, self.clients[i].id, &global).map_or(Cow::Borrowed(&global), Cow::Owned))
                 .collect();
             if self.round_transforms {
                 for (k, &i) in selected.iter().enumerate() {
@@ -337,7 +340,7 @@ impl Federation {
                 if cfg.train.keep_optimizer_state {
                     *slot = Some(optim);
                 }
-                Ok((ModelParams::of(&model), stats))
+                Ok((ModelParams::take(model), stats))
             };
             let outcomes: Vec<_> = if cfg.parallel {
                 selected.par_iter().enumerate().map(train_one).collect::<Result<_>>()?
@@ -369,7 +372,7 @@ impl Federation {
                 .zip(outcomes.iter().zip(&exact))
                 .map(|((&i, sent), ((returned, _), exact))| ClientUpdate {
                     client: states[i].id,
-                    sent,
+                    sent: sent.as_ref(),
                     returned,
                     samples: states[i].weight,
                     lr: cfg.train.lr,
@@ -399,7 +402,7 @@ impl Federation {
                     .iter()
                     .map(|u| upload::Upload { client: u.client, sent: u.sent, returned: u.returned, weight: u.samples })
                     .collect();
-                let reference = sent.first().unwrap_or(&global);
+                let reference = sent.first().map_or(&global, |s| s.as_ref());
                 let mut r = rng::derive(cfg.seed, "upload-protocol", &[round as u64]);
                 let combined = protocol.combine(&ctx, reference, &uploads, &mut r)?;
                 let proposal = upload::apply(reference, &combined.mean_update);
@@ -426,6 +429,7 @@ impl Federation {
                 global.clone() // no selected client had any weight: nothing to average
             };
             drop(updates);
+            drop(sent);
             global = new_global;
 
             let model = global.load_into(template.clone());

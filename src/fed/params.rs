@@ -31,9 +31,24 @@ struct Collect {
     path: Vec<Option<String>>,
 }
 
+impl Collect {
+    fn enter(&mut self, name: &str, container_type: &str) {
+        self.path.push((!container_type.starts_with("Enum:")).then(|| name.to_string()));
+    }
+
+    fn push<const D: usize>(&mut self, t: Tensor<D>) {
+        // Burn enters a module for every field, parameters included: the innermost
+        // path segment is the parameter's own name.
+        let name = self.path.iter().flatten().map(String::as_str).collect::<Vec<_>>().join(".");
+        let shape = t.dims().to_vec();
+        let values = t.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 data after convert");
+        self.tensors.push(ParamTensor { name, shape, values });
+    }
+}
+
 impl ModuleVisitor for Collect {
     fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.path.push((!container_type.starts_with("Enum:")).then(|| name.to_string()));
+        self.enter(name, container_type);
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {
@@ -41,13 +56,27 @@ impl ModuleVisitor for Collect {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        // Burn enters a module for every field, parameters included: the innermost
-        // path segment is the parameter's own name.
-        let name = self.path.iter().flatten().map(String::as_str).collect::<Vec<_>>().join(".");
-        let t = param.val();
-        let shape = t.dims().to_vec();
-        let values = t.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 data after convert");
-        self.tensors.push(ParamTensor { name, shape, values });
+        self.push(param.val());
+    }
+}
+
+/// [`Collect`] on a module given up: each tensor leaves its parameter, so a tensor
+/// nothing else holds reaches the host without the copy a shared one needs (each
+/// parameter is left an empty tensor).
+impl ModuleMapper for Collect {
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        self.enter(name, container_type);
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let (id, t, mapper) = param.consume();
+        let empty = Tensor::empty([0; D], &t.device());
+        self.push(t);
+        Param::from_mapped_value(id, empty, mapper)
     }
 }
 
@@ -75,6 +104,14 @@ impl ModelParams {
     pub fn of<M: Module>(module: &M) -> ModelParams {
         let mut c = Collect::default();
         module.visit(&mut c);
+        ModelParams { tensors: c.tensors }
+    }
+
+    /// The parameters of `module`, which is given up: what [`ModelParams::of`] reads,
+    /// with one copy fewer for each tensor only the module holds (a trained model's).
+    pub fn take<M: Module>(module: M) -> ModelParams {
+        let mut c = Collect::default();
+        drop(module.map(&mut c));
         ModelParams { tensors: c.tensors }
     }
 
@@ -173,6 +210,9 @@ mod tests {
         let b = cfg.init(5, 3, 2, &device).unwrap();
         let (pa, pb) = (ModelParams::of(&a), ModelParams::of(&b));
         assert_ne!(pa, pb);
+        // Taken from the model: the same, whether the tensors are shared or not.
+        assert_eq!(ModelParams::take(a.clone()), pa);
+        assert_eq!(ModelParams::take(cfg.init(5, 3, 1, &device).unwrap()), pa);
         assert_eq!(pa.num_values(), pb.num_values());
         // Parameters carry their module paths.
         assert_eq!(
