@@ -140,6 +140,17 @@ impl Edges {
         }
     }
 
+    /// Rows of `x`, which takes no gradient, at the edge sources (`at_src`) or targets:
+    /// [`gather_src`](Self::gather_src) / [`gather_dst`](Self::gather_dst) without a
+    /// gradient, copied on the host where the fused kernels run.
+    pub fn gather_constant(&self, x: Tensor<2>, at_src: bool) -> Tensor<2> {
+        match self.fused() {
+            Some(pattern) => spmm::gather_rows(x, pattern, at_src),
+            None if at_src => self.gather_src(x.detach()),
+            None => self.gather_dst(x.detach()),
+        }
+    }
+
     /// Sum of the per-edge rows `messages` (`[len, F]`) into their targets: `[num_targets, F]`.
     /// Targets without edges get 0.
     pub fn scatter_add(&self, messages: Tensor<2>) -> Tensor<2> {

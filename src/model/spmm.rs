@@ -164,6 +164,13 @@ pub trait GraphOps: Backend {
     /// target (shifted by the target's maximum). `a_src`, `a_dst`: `[N, H]` → `[E, H]`.
     fn edge_softmax(a_src: FloatTensor<Self>, a_dst: FloatTensor<Self>, pattern: SharedPattern, negative_slope: f64) -> FloatTensor<Self>;
 
+    /// `value`, an element-wise f(x) the caller computed, whose gradient with respect to
+    /// `x` is `grad · slope` (`float_mul(grad, slope)`; `slope` = f'(x) as the caller's
+    /// backward pass would compute it). With value and slope computed once per node and
+    /// gathered, an f of a per-node quantity costs one evaluation per node, not per edge,
+    /// and gives burn's values and gradient bit for bit.
+    fn pointwise(x: FloatTensor<Self>, value: FloatTensor<Self>, slope: FloatTensor<Self>) -> FloatTensor<Self>;
+
     /// The gradient of [`edge_softmax`](GraphOps::edge_softmax) with respect to the
     /// pre-activation logits `a_src[s_e] + a_dst[t_e]`, from its output `alpha` and the
     /// output gradient: `α_e (g_e − Σ_{e' into t} α_e' g_e')`, times the LeakyReLU slope
@@ -186,6 +193,11 @@ pub fn spmm(x: Tensor<2>, pattern: &SharedPattern, transpose: bool) -> Tensor<2>
 /// [`GraphOps::edge_softmax`] on dispatch tensors.
 pub fn edge_softmax(a_src: Tensor<2>, a_dst: Tensor<2>, pattern: &SharedPattern, negative_slope: f64) -> Tensor<2> {
     Tensor::from_dispatch(Dispatch::edge_softmax(a_src.into_dispatch(), a_dst.into_dispatch(), pattern.clone(), negative_slope))
+}
+
+/// [`GraphOps::pointwise`] on dispatch tensors.
+pub fn pointwise(x: Tensor<2>, value: Tensor<2>, slope: Tensor<2>) -> Tensor<2> {
+    Tensor::from_dispatch(Dispatch::pointwise(x.into_dispatch(), value.into_dispatch(), slope.into_dispatch()))
 }
 
 /// [`GraphOps::spmm_weighted`] on dispatch tensors.
@@ -666,6 +678,18 @@ impl<T: Real> SddmmJob<'_, T> {
             let (t, s) = (self.write[e] as usize, self.read[e] as usize);
             (&self.a[t * cols..(t + 1) * cols], &self.b[s * cols..(s + 1) * cols])
         };
+        if head_cols < 8 {
+            // Narrower than [`Real::dot`]'s eight lanes: its sum is the running sum from +0
+            // in order, here without the lanes' reduction (which does not inline).
+            for (i, o) in out.chunks_exact_mut(heads).enumerate() {
+                let (at, bs) = rows(first + i);
+                for (k, ok) in o.iter_mut().enumerate() {
+                    let r = k * head_cols..(k + 1) * head_cols;
+                    *ok = at[r.clone()].iter().zip(&bs[r]).fold(T::default(), |s, (&p, &q)| s + p * q);
+                }
+            }
+            return;
+        }
         let done = out.len() / heads / 4 * 4;
         let mut groups = out.chunks_exact_mut(4 * heads);
         for (g, o) in groups.by_ref().enumerate() {
@@ -804,6 +828,29 @@ fn slice<T: Real>(x: &FlexTensor) -> &[T] {
     x.as_slice::<T>().expect("a contiguous tensor of the kernel's float type")
 }
 
+/// Rows of `x` at every edge's source (`at_src`) or target, `[E, F]`, copied on the
+/// host by the pattern's indices. `x` takes no gradient (the copy is a new, untracked
+/// tensor). burn-flex's `select` copies row by row, slow for the one-column per-node
+/// quantities (degree powers) that edges read.
+pub fn gather_rows(x: Tensor<2>, pattern: &Pattern, at_src: bool) -> Tensor<2> {
+    let [_, cols] = x.dims();
+    let (device, dtype) = (x.device(), x.dtype());
+    let index = if at_src { &pattern.src } else { &pattern.dst };
+    let data = x.into_data();
+    let out = with_real!(dtype, T => {
+        let x = data.as_slice::<T>().expect("the tensor's own float type");
+        let rows: Vec<T> = if cols == 1 {
+            index.iter().map(|&i| x[i as usize]).collect()
+        } else {
+            let mut out = Vec::with_capacity(index.len() * cols);
+            index.iter().for_each(|&i| out.extend_from_slice(&x[i as usize * cols..][..cols]));
+            out
+        };
+        TensorData::new(rows, [index.len(), cols])
+    });
+    Tensor::from_data(out, (&device, dtype))
+}
+
 fn flex_spmm(x: FlexTensor, w: Option<FlexTensor>, pattern: &Pattern, transpose: bool) -> FlexTensor {
     let [_, cols] = check_input(&x, pattern, transpose);
     let x = contiguous(&x);
@@ -825,6 +872,11 @@ fn flex_spmm(x: FlexTensor, w: Option<FlexTensor>, pattern: &Pattern, transpose:
 }
 
 impl GraphOps for Flex {
+    fn pointwise(x: FlexTensor, value: FlexTensor, slope: FlexTensor) -> FlexTensor {
+        assert!(x.shape() == value.shape() && x.shape() == slope.shape(), "pointwise: value and slope are shaped as x");
+        value
+    }
+
     fn edge_softmax(a_src: FlexTensor, a_dst: FlexTensor, pattern: SharedPattern, negative_slope: f64) -> FlexTensor {
         let heads = check_scores(&a_src, &a_dst, &pattern);
         let (a_src, a_dst) = (contiguous(&a_src), contiguous(&a_dst));
@@ -884,6 +936,29 @@ impl GraphOps for Flex {
 // Backward passes
 
 impl<B: Backend + GraphOps, C: CheckpointStrategy> GraphOps for Autodiff<B, C> {
+    fn pointwise(x: FloatTensor<Self>, value: FloatTensor<Self>, slope: FloatTensor<Self>) -> FloatTensor<Self> {
+        /// d out / d x = slope, element-wise (the product in burn's own form).
+        #[derive(Debug)]
+        struct Pointwise;
+
+        impl<B: Backend + GraphOps> Backward<B, 1> for Pointwise {
+            type State = FloatTensor<B>;
+
+            fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+                let slope = ops.state;
+                unary::<B, _>(ops.parents, ops.node, grads, |grad| B::float_mul(grad, slope));
+            }
+        }
+
+        let (x, node) = x.into_parts();
+        let (value, slope) = (value.into_primitive(), slope.into_primitive());
+        let value = B::pointwise(x, value, slope.clone());
+        match Pointwise.prepare::<C>([node]).compute_bound().stateful() {
+            OpsKind::Tracked(prep) => prep.finish(slope, value),
+            OpsKind::UnTracked(prep) => prep.finish(value),
+        }
+    }
+
     fn spmm(x: FloatTensor<Self>, pattern: SharedPattern, transpose: bool) -> FloatTensor<Self> {
         /// d out / d x is the product over the transposed pattern.
         #[derive(Debug)]
@@ -1049,14 +1124,22 @@ mod tests {
 
     /// SDDMM's values are each edge's [`Real::dot`], bit for bit, taken four edges at a
     /// time or one by one: edge counts around multiples of 4, widths with and without a
-    /// tail past the eight lanes, one head and several, both directions.
+    /// tail past the eight lanes, heads narrower than the lanes (all tail, e.g. 7
+    /// classes), one head and several, both directions.
     #[test]
     fn sddmm_sums_each_edge_as_dot() {
         let mut r = crate::rng::derive(5, "test-sddmm", &[]);
         use rand::Rng as _;
-        for (rows, edges, cols, heads) in
-            [(7, 1, 8, 1), (9, 6, 13, 1), (40, 103, 64, 1), (30, 64, 512, 1), (12, 37, 24, 3), (25, 50, 90, 2)]
-        {
+        for (rows, edges, cols, heads) in [
+            (7, 1, 8, 1),
+            (9, 6, 13, 1),
+            (40, 103, 64, 1),
+            (30, 64, 512, 1),
+            (12, 37, 24, 3),
+            (25, 50, 90, 2),
+            (20, 45, 7, 1),
+            (16, 30, 12, 2),
+        ] {
             let a: Vec<f32> = (0..rows * cols).map(|_| r.random::<f32>() - 0.5).collect();
             let b: Vec<f32> = (0..rows * cols).map(|_| r.random::<f32>() * 3.0 - 1.0).collect();
             let src: Vec<u32> = (0..edges).map(|_| r.random_range(0..rows as u32)).collect();
