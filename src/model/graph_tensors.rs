@@ -41,8 +41,8 @@ pub struct GraphTensors {
     looped: Edges,
     /// Each normalisation's weights: built with the graph, or — for a learned adjacency
     /// ([`with_edge_weights`](Self::with_edge_weights)) — on first use, since a model
-    /// uses one (GCN's, SAGE's mean, KProp's symmetric) and each costs per-arc powers
-    /// every time the adjacency steps.
+    /// uses one (GCN's, SAGE's mean, KProp's symmetric) and each costs powers of the
+    /// degrees every time the adjacency steps.
     mean_w: OnceLock<Tensor<2>>,
     sym_w: OnceLock<Tensor<2>>,
     gcn_w: OnceLock<Tensor<2>>,
