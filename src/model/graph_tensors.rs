@@ -152,29 +152,35 @@ impl GraphTensors {
         // would make the masked gradient NaN. Weights are ≥ 0, so d < 1e-6 only there.
         let (d_src, d_dst) = gathered.get_or_init(|| (self.edges.gather_src(deg.clone()), self.edges.gather_dst(deg.clone())));
         let (d_src, d_dst) = (d_src.clone(), d_dst.clone());
-        // d^-1/2 of a degree gathered at an edge's end (`at_src`), `d` after `pre` (per
-        // edge, tracked). On burn-flex computed once per node and gathered, burn's powf
-        // backward given per edge (`spmm::pointwise`): the same values and gradients as
-        // a power per edge, at a node's cost (a reported graph of edge RR has ~75 arcs
-        // per node on a Cora client at ε = 1). Elsewhere a power per edge.
-        let inv_sqrt_at = |d: Tensor<2>, at_src: bool, pre: &dyn Fn(Tensor<2>) -> Tensor<2>| {
+        // d^-1/2 of the degrees gathered at the edges' sources and targets, each `d` after
+        // `pre` (per edge, tracked). On burn-flex computed once per node and gathered,
+        // burn's powf backward given per edge (`spmm::pointwise`): the same values and
+        // gradients as a power per edge, at a node's cost (a reported graph of edge RR
+        // has ~75 arcs per node on a Cora client at ε = 1). Elsewhere a power per edge.
+        let inv_sqrt_ends = |pre: &dyn Fn(Tensor<2>) -> Tensor<2>| {
+            let (d_src, d_dst) = (d_src.clone(), d_dst.clone());
             if self.edges.strategy() != Strategy::Fused {
-                return pre(d).powf_scalar(-0.5);
+                return [pre(d_src).powf_scalar(-0.5), pre(d_dst).powf_scalar(-0.5)];
             }
             let node = pre(deg.clone().detach());
-            let gather = |t: Tensor<2>| self.edges.gather_constant(t, at_src);
-            let (value, slope) = (gather(node.clone().powf_scalar(-0.5)), gather(node.powf_scalar(-1.5).mul_scalar(-0.5)));
-            spmm::pointwise(pre(d), value, slope)
+            let (value, slope) = (node.clone().powf_scalar(-0.5), node.powf_scalar(-1.5).mul_scalar(-0.5));
+            let at = |d: Tensor<2>, at_src: bool| {
+                let gather = |t: &Tensor<2>| self.edges.gather_constant(t.clone(), at_src);
+                spmm::pointwise(pre(d), gather(&value), gather(&slope))
+            };
+            [at(d_src, true), at(d_dst, false)]
         };
-        let plus_one = |d: Tensor<2>| d.add_scalar(1.0);
-        let floored = |d: Tensor<2>| d.clamp_min(MIN_DEGREE);
-        let inv_sqrt = |d: Tensor<2>, at_src: bool| d.clone().greater_elem(0.0).float() * inv_sqrt_at(d, at_src, &floored);
+        let positive = |d: &Tensor<2>| d.clone().greater_elem(0.0).float();
         match norm {
             Norm::Sum => unreachable!("the plain sum is unweighted"),
             Norm::Mean => w.clone() / d_dst.clamp_min(MIN_DEGREE),
-            Norm::Sym => w.clone() * inv_sqrt(d_src, true) * inv_sqrt(d_dst, false),
+            Norm::Sym => {
+                let [s, t] = inv_sqrt_ends(&|d| d.clamp_min(MIN_DEGREE));
+                w.clone() * (positive(&d_src) * s) * (positive(&d_dst) * t)
+            }
             Norm::Gcn => {
-                let edges = w.clone() * inv_sqrt_at(d_src, true, &plus_one) * inv_sqrt_at(d_dst, false, &plus_one);
+                let [s, t] = inv_sqrt_ends(&|d| d.add_scalar(1.0));
+                let edges = w.clone() * s * t;
                 Tensor::cat(vec![edges, deg.clone().add_scalar(1.0).recip()], 0)
             }
         }
