@@ -36,6 +36,9 @@ pub fn optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
             // PyTorch's SGD: no dampening, no Nesterov.
             let momentum =
                 (cfg.momentum > 0.0).then(|| MomentumConfig::new().with_momentum(cfg.momentum).with_dampening(0.0).with_nesterov(false));
+            if wd.is_none() && momentum.is_none() {
+                return ModuleOptimizer::from(super::sgd::PlainSgd);
+            }
             SgdConfig::new().with_weight_decay(wd).with_momentum(momentum).init()
         }
         // PyTorch's Adam defaults (ε = 1e-8, L2 weight decay added to the gradient).

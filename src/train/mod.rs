@@ -9,7 +9,7 @@
 //! One concept per file: `data` (a client's data, host and device), `loss` (the
 //! objective), `eval` (accuracy and loss on a node set), `gradients` (a head's per-step
 //! gradients, global-norm clipping), `local` (the epoch loop, optimizer, model
-//! selection), `trainer` (the middleware seam defenses plug trainers into), `per_node`
+//! selection), `sgd` (plain SGD's step, fused on burn-flex), `trainer` (the middleware seam defenses plug trainers into), `per_node`
 //! (DP-GNN's per-node gradients), `config`.
 
 pub mod config;
@@ -19,6 +19,7 @@ mod gradients;
 mod local;
 mod loss;
 pub mod per_node;
+mod sgd;
 mod trainer;
 
 pub use config::{OptimizerKind, Selection, TrainConfig};
