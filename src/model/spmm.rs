@@ -382,10 +382,10 @@ fn spmm_kernel<T: Real>(x: &[T], cols: usize, weights: Weights<'_, T>, pattern: 
     out
 }
 
-/// Columns accumulated in registers per pass over a row's edges.
+/// The narrowest block of columns summed in registers per pass over a row's edges.
 const BLOCK: usize = 16;
 
-/// From this many columns, rows are summed edge by edge over their whole width.
+/// From this many columns, a product may be tiled ([`tiles`]).
 const WIDE: usize = 128;
 
 /// Tiling (see [`tiles`]): output at most this large (about half of L2), input at
