@@ -236,6 +236,8 @@ trait Real:
     /// Four dot products (pairs of equal length), each summed exactly as [`Real::dot`]
     /// sums it: four independent chains of adds in flight instead of one.
     fn dot4(a: [&[Self]; 4], b: [&[Self]; 4]) -> [Self; 4];
+    /// [`dot4`](Real::dot4) of one row `a` with four rows `b`: `a` read once.
+    fn dot4_shared(a: &[Self], b: [&[Self]; 4]) -> [Self; 4];
     fn exp(self) -> Self;
     fn from_f64(x: f64) -> Self;
 }
@@ -285,16 +287,29 @@ macro_rules! real {
                         l3[l] += x3[l] * y3[l];
                     }
                 }
-                let whole = n / L * L;
-                let lanes = [l0, l1, l2, l3];
-                std::array::from_fn(|j| {
-                    let v = &lanes[j];
-                    let mut s = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-                    for (&p, &q) in a[j][whole..].iter().zip(&b[j][whole..]) {
-                        s += p * q;
+                reduce4([l0, l1, l2, l3], a, b)
+            }
+            #[inline(always)]
+            fn dot4_shared(a: &[$t], b: [&[$t]; 4]) -> [$t; 4] {
+                const L: usize = 8;
+                let n = a.len();
+                if b.iter().any(|v| v.len() != n) {
+                    return std::array::from_fn(|j| Self::dot(a, b[j]));
+                }
+                fn c(v: &[$t]) -> std::slice::ChunksExact<'_, $t> {
+                    v.chunks_exact(L)
+                }
+                let (mut l0, mut l1, mut l2, mut l3) = ([0.0 as $t; L], [0.0 as $t; L], [0.0 as $t; L], [0.0 as $t; L]);
+                let rows = c(a).zip(c(b[0]).zip(c(b[1]))).zip(c(b[2]).zip(c(b[3])));
+                for ((x, (y0, y1)), (y2, y3)) in rows {
+                    for l in 0..L {
+                        l0[l] += x[l] * y0[l];
+                        l1[l] += x[l] * y1[l];
+                        l2[l] += x[l] * y2[l];
+                        l3[l] += x[l] * y3[l];
                     }
-                    s
-                })
+                }
+                reduce4([l0, l1, l2, l3], [a; 4], b)
             }
             #[inline]
             fn exp(self) -> $t {
@@ -308,6 +323,21 @@ macro_rules! real {
 }
 real!(f32);
 real!(f64);
+
+/// Four dot products' eight lanes each, added as [`Real::dot`] adds them, then the
+/// tails in order.
+#[inline(always)]
+fn reduce4<T: Real>(lanes: [[T; 8]; 4], a: [&[T]; 4], b: [&[T]; 4]) -> [T; 4] {
+    let whole = a[0].len() / 8 * 8;
+    std::array::from_fn(|j| {
+        let v = &lanes[j];
+        let mut s = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+        for (&p, &q) in a[j][whole..].iter().zip(&b[j][whole..]) {
+            s += p * q;
+        }
+        s
+    })
+}
 
 /// Below this many multiply-adds a product runs on the calling thread.
 const PARALLEL_WORK: usize = 1 << 15;
@@ -751,9 +781,15 @@ impl<T: Real> SddmmJob<'_, T> {
         for (g, o) in groups.by_ref().enumerate() {
             let e = first + 4 * g;
             let ab: [(&[T], &[T]); 4] = std::array::from_fn(|j| rows(e + j));
+            // Edges into one target (how graphs come, grouped) read its row once.
+            let shared = (1..4).all(|j| self.write[e + j] == self.write[e]);
             for k in 0..heads {
                 let r = k * head_cols..(k + 1) * head_cols;
-                let d = T::dot4(std::array::from_fn(|j| &ab[j].0[r.clone()]), std::array::from_fn(|j| &ab[j].1[r.clone()]));
+                let d = if shared {
+                    T::dot4_shared(&ab[0].0[r.clone()], std::array::from_fn(|j| &ab[j].1[r.clone()]))
+                } else {
+                    T::dot4(std::array::from_fn(|j| &ab[j].0[r.clone()]), std::array::from_fn(|j| &ab[j].1[r.clone()]))
+                };
                 for (j, v) in d.into_iter().enumerate() {
                     o[j * heads + k] = v;
                 }
@@ -1241,7 +1277,7 @@ mod tests {
     }
 
     /// SDDMM's values are each edge's [`Real::dot`], bit for bit, taken four edges at a
-    /// time or one by one: edge counts around multiples of 4, widths with and without a
+    /// time (into one target or several) or one by one: edge counts around multiples of 4, widths with and without a
     /// tail past the eight lanes, heads narrower than the lanes (all tail, e.g. 7
     /// classes), one head and several, both directions.
     #[test]
@@ -1261,7 +1297,12 @@ mod tests {
             let a: Vec<f32> = (0..rows * cols).map(|_| r.random::<f32>() - 0.5).collect();
             let b: Vec<f32> = (0..rows * cols).map(|_| r.random::<f32>() * 3.0 - 1.0).collect();
             let src: Vec<u32> = (0..edges).map(|_| r.random_range(0..rows as u32)).collect();
-            let dst: Vec<u32> = (0..edges).map(|_| r.random_range(0..rows as u32)).collect();
+            let mut dst: Vec<u32> = (0..edges).map(|_| r.random_range(0..rows as u32)).collect();
+            // Every other graph with its edges grouped by target, as graphs come: runs of
+            // four edges into one target (read once) and runs that straddle two.
+            if rows % 2 == 0 {
+                dst.sort_unstable();
+            }
             let pattern = Pattern::new(&src, &dst, rows, rows);
             let hc = cols / heads;
             for transpose in [false, true] {
