@@ -513,13 +513,13 @@ impl<T: Real> SpmmJob<'_, T> {
         // L1 took 1.6–1.9× as long), the widest blocks the registers hold first.
         if heads == 1 {
             let widest = register_bytes / size_of::<T>();
-            let mut blocks = Vec::new();
-            for n in [256, 128, 64, 32, BLOCK] {
-                while n <= widest && blocks.iter().sum::<usize>() + n <= self.cols {
+            let (mut blocks, mut tail) = (Vec::new(), 0);
+            for n in [256, 128, 64, 32, BLOCK].into_iter().filter(|&n| n <= widest) {
+                while tail + n <= self.cols {
                     blocks.push(n);
+                    tail += n;
                 }
             }
-            let tail = blocks.iter().sum::<usize>();
             for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
                 let edges = self.groups.span(first + i);
                 let mut c = 0;
@@ -1277,9 +1277,9 @@ mod tests {
     }
 
     /// SDDMM's values are each edge's [`Real::dot`], bit for bit, taken four edges at a
-    /// time (into one target or several) or one by one: edge counts around multiples of 4, widths with and without a
-    /// tail past the eight lanes, heads narrower than the lanes (all tail, e.g. 7
-    /// classes), one head and several, both directions.
+    /// time (into one target or several) or one by one: edge counts around multiples of
+    /// 4, widths with and without a tail past the eight lanes, heads narrower than the
+    /// lanes (all tail, e.g. 7 classes), one head and several, both directions.
     #[test]
     fn sddmm_sums_each_edge_as_dot() {
         let mut r = crate::rng::derive(5, "test-sddmm", &[]);
