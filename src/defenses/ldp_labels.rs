@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::data::Role;
 use crate::error::Result;
 use crate::fed::{ClientContext, DataTransform, Defense, LossTransform};
-use crate::model::Output;
+use crate::model::{Output, select_rows};
 use crate::privacy::{Epsilon, PrivacyCost, RandomizedResponse};
 use crate::rng::Rng;
 use crate::train::{ClientTensors, LocalData, Loss};
@@ -106,7 +106,7 @@ impl ForwardCorrectedLoss {
     }
 
     fn mean_nll(&self, logits: &Tensor<2>, idx: &Tensor<1, Int>, y: &Tensor<1, Int>) -> Tensor<1> {
-        let held = self.held_probabilities(logits.clone().select(0, idx.clone()));
+        let held = self.held_probabilities(select_rows(logits.clone(), idx));
         held.clamp_min(1e-12).log().gather(1, y.clone().unsqueeze_dim(1)).mean().neg()
     }
 }

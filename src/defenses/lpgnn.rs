@@ -28,7 +28,7 @@ use super::ldp_features::{FeatureSource, LdpFeaturesConfig, Mechanism, PerturbFe
 use super::ldp_labels::{ForwardCorrectedLoss, RandomizeLabels};
 use crate::error::Result;
 use crate::fed::{ClientContext, DataTransform, Defense, LossTransform};
-use crate::model::{Output, kprop};
+use crate::model::{Output, kprop, select_rows};
 use crate::privacy::{Epsilon, PrivacyCost};
 use crate::rng::Rng;
 use crate::train::{ClientTensors, LocalData, Loss, NodeSet};
@@ -189,7 +189,7 @@ impl DropLoss {
 
 /// Mean over `idx` of −log(p[idx][y] + 1e-20).
 fn nll(p: Tensor<2>, idx: &Tensor<1, Int>, y: Tensor<1, Int>) -> Tensor<1> {
-    p.select(0, idx.clone()).add_scalar(1e-20).log().gather(1, y.unsqueeze_dim(1)).mean().neg()
+    select_rows(p, idx).add_scalar(1e-20).log().gather(1, y.unsqueeze_dim(1)).mean().neg()
 }
 
 impl Loss for DropLoss {

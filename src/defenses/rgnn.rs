@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use burn::tensor::activation::softmax;
-use burn::tensor::{IndexingUpdateOp, Int, Tensor, TensorData};
+use burn::tensor::{Int, Tensor, TensorData};
 use rand::Rng as _;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -44,7 +44,7 @@ use super::ldp_labels::RandomizeLabels;
 use crate::data::{DenseMatrix, Features, Graph, Role};
 use crate::error::{Error, Result};
 use crate::fed::{ClientContext, DataTransform, Defense, LossTransform};
-use crate::model::Output;
+use crate::model::{Output, add_rows, select_rows};
 use crate::partition::kway::balanced_kway;
 use crate::privacy::grr_fs::GrrFs;
 use crate::privacy::{Epsilon, PrivacyCost};
@@ -483,8 +483,8 @@ impl LlpLoss {
             )
         });
         let [r, k] = targets.dims();
-        let p = softmax(logits.clone().select(0, members.clone()), 1);
-        let sums = Tensor::<2>::zeros([r, k], &logits.device()).select_assign(0, bag.clone(), p, IndexingUpdateOp::Add);
+        let p = softmax(select_rows(logits.clone(), members), 1);
+        let sums = add_rows(Tensor::<2>::zeros([r, k], &logits.device()), bag, p);
         let means = sums * inv_size.clone();
         // Σ b̃ (ln b̃ − ln b̂) / R (PyTorch's `kl_div(..., reduction='batchmean')`).
         let cross = (targets.clone() * means.clamp_min(1e-30).log()).sum();

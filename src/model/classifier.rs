@@ -21,6 +21,7 @@ use super::graph_tensors::GraphTensors;
 use super::init::Init;
 use super::input::NodeInput;
 use super::kprop::kprop;
+use super::propagate::select_rows;
 use super::sage::SageConv;
 use crate::rng::Rng;
 
@@ -239,7 +240,7 @@ impl NodeClassifier {
     ) -> Output {
         let x = self.embed(input, first, graph, input_kprop, rng);
         let (u, v) = pairs;
-        let pair = x.clone().select(0, u.clone()) * x.select(0, v.clone());
+        let pair = select_rows(x.clone(), u) * select_rows(x, v);
         match &self.pair_fc {
             Some(fc) => self.readout(self.activation.apply(fc.forward(pair))),
             None => self.readout(pair),

@@ -36,5 +36,5 @@ pub use gcn::GcnConv;
 pub use graph_tensors::{GraphTensors, Norm};
 pub use input::{InputLayout, NodeInput};
 pub use kprop::{KProp, kprop};
-pub use propagate::{Edges, Strategy};
+pub use propagate::{Edges, Strategy, add_rows, select_rows};
 pub use sage::SageConv;

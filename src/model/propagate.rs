@@ -10,7 +10,7 @@
 //! burn-flex (`spmm`), whole-row `select`/`select_assign` on burn-ndarray,
 //! element-wise `gather`/`scatter` on GPUs.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use burn::tensor::activation::leaky_relu;
 use burn::tensor::{Device, IndexingUpdateOp, Int, Tensor, TensorCreationOptions, TensorData};
@@ -72,6 +72,9 @@ pub struct Edges {
     len: usize,
     num_targets: usize,
     strategy: Strategy,
+    /// [`Elements`](Strategy::Elements)' per-target maximum, planned on first use (GAT
+    /// only) and shared by clones.
+    max_plan: Arc<OnceLock<MaxPlan>>,
 }
 
 impl Edges {
@@ -82,7 +85,7 @@ impl Edges {
         let pattern = (strategy == Strategy::Fused).then(|| Arc::new(Pattern::new(src, dst, num_sources, num_targets)));
         let len = src.len();
         let index = (len > 0).then(|| (index_tensor(src, options), index_tensor(dst, options)));
-        Edges { index, pattern, len, num_targets, strategy }
+        Edges { index, pattern, len, num_targets, strategy, max_plan: Arc::default() }
     }
 
     /// The same edges moved by the given ops (results are equal up to float rounding).
@@ -167,14 +170,21 @@ impl Edges {
     /// edges get −∞. Computed on a detached copy: callers use it only as a shift that
     /// cancels mathematically (segment softmax), so no gradient is needed or wanted
     /// (Burn documents max-scatter gradients as undefined for repeated indices).
-    /// Always `select_assign(Max)`: cubecl has no atomic float max, so its `scatter(Max)`
-    /// walks the edges serially too.
+    ///
+    /// `select_assign(Max)` on the CPU. On GPUs ([`Elements`](Strategy::Elements)) that
+    /// kernel runs one thread per column walking every edge (cubecl has no atomic float
+    /// max, so `scatter(Max)` would too), so there the maxima are taken by [`MaxPlan`]:
+    /// parallel reductions over blocks of each target's edges. A maximum is exact in any
+    /// order, so both give the same values.
     pub fn scatter_max(&self, values: Tensor<2>) -> Tensor<2> {
         let [_, f] = values.dims();
-        let init = Tensor::full([self.num_targets, f], f64::NEG_INFINITY, like(&values));
+        let init = || Tensor::full([self.num_targets, f], f64::NEG_INFINITY, like(&values));
         match &self.index {
-            Some((_, dst)) => init.select_assign(0, dst.clone(), values.detach(), IndexingUpdateOp::Max),
-            None => init,
+            None => init(),
+            Some((_, dst)) if self.strategy == Strategy::Elements => {
+                self.max_plan.get_or_init(|| MaxPlan::new(dst, self.num_targets)).max(values.detach())
+            }
+            Some((_, dst)) => init().select_assign(0, dst.clone(), values.detach(), IndexingUpdateOp::Max),
         }
     }
 
@@ -226,6 +236,111 @@ impl Edges {
         };
         self.scatter_add(messages)
     }
+}
+
+/// Rows of `x` at `index` (`[len, F]`), differentiable: `select` on the CPU; on GPUs a
+/// `gather` with the index broadcast, since the gradient of `select` there walks every
+/// row serially in one thread per column (cubecl's `select_assign`), where the gradient
+/// of `gather` is one thread per element (a scatter-add). The same values either way.
+pub fn select_rows(x: Tensor<2>, index: &Tensor<1, Int>) -> Tensor<2> {
+    match Strategy::for_device(&x.device()) {
+        Strategy::Elements => {
+            let f = x.dims()[1];
+            x.gather(0, broadcast(index, f))
+        }
+        Strategy::Rows | Strategy::Fused => x.select(0, index.clone()),
+    }
+}
+
+/// `base` plus the rows of `values` (`[len, F]`) added at rows `index`: `select_assign`
+/// with [`IndexingUpdateOp::Add`] on the CPU (one pass in order), and on GPUs a `scatter`
+/// with the index broadcast (one thread per element, atomic adds) instead of one thread
+/// per column walking every row.
+pub fn add_rows(base: Tensor<2>, index: &Tensor<1, Int>, values: Tensor<2>) -> Tensor<2> {
+    match Strategy::for_device(&base.device()) {
+        Strategy::Elements => {
+            let f = values.dims()[1];
+            base.scatter(0, broadcast(index, f), values, IndexingUpdateOp::Add)
+        }
+        Strategy::Rows | Strategy::Fused => base.select_assign(0, index.clone(), values, IndexingUpdateOp::Add),
+    }
+}
+
+/// Per-target maxima of per-edge rows by levels of blocked reductions, with no serial
+/// walk over the edges: each level gathers its input's rows into blocks of at most
+/// [`MaxPlan::BLOCK`] rows of one target (short blocks padded with −∞) and takes each
+/// block's maximum, until every target has one row left. A target of degree d needs
+/// ⌈log_BLOCK d⌉ levels; every level costs at most one block per target more than the
+/// rows it reduces.
+#[derive(Debug)]
+struct MaxPlan {
+    /// Per level: the gathered row of each block slot (`blocks × width`; the input's row
+    /// count stands for the −∞ pad row appended to it), and `width`.
+    levels: Vec<(Tensor<1, Int>, usize)>,
+    /// Each target's row in the last level's output (its row count: no edges, −∞).
+    last: Tensor<1, Int>,
+}
+
+impl MaxPlan {
+    const BLOCK: usize = 32;
+
+    /// The plan for edges into `dst` (read back from the device once).
+    fn new(dst: &Tensor<1, Int>, num_targets: usize) -> MaxPlan {
+        let targets: Vec<usize> = dst.to_data().iter::<i64>().map(|t| t as usize).collect();
+        let (levels, last) = plan_max_levels(&targets, num_targets, Self::BLOCK);
+        let device = dst.device();
+        let index = |rows: &[u32]| {
+            Tensor::<1, Int>::from_data(TensorData::new(rows.iter().map(|&r| i64::from(r)).collect::<Vec<_>>(), [rows.len()]), &device)
+        };
+        MaxPlan { levels: levels.iter().map(|(rows, width)| (index(rows), *width)).collect(), last: index(&last) }
+    }
+
+    /// `[num_targets, F]` maxima of `values` (`[len, F]`, no gradient tracked).
+    fn max(&self, values: Tensor<2>) -> Tensor<2> {
+        let f = values.dims()[1];
+        let pad = |x: Tensor<2>| Tensor::cat(vec![x, Tensor::full([1, f], f64::NEG_INFINITY, like(&values))], 0);
+        let mut rows = values.clone();
+        for (index, width) in &self.levels {
+            let blocks = index.dims()[0] / width;
+            rows = pad(rows).select(0, index.clone()).reshape([blocks, *width, f]).max_dim(1).reshape([blocks, f]);
+        }
+        pad(rows).select(0, self.last.clone())
+    }
+}
+
+/// [`MaxPlan`]'s levels on the host, for edges into `targets[e]`: per level the rows each
+/// block gathers (`blocks × width`, `rows` = the level input's row count for padding) and
+/// its width, then each target's row in the last level's output (the pad row when it has
+/// no edges). Blocks take a target's rows in order, `block` at a time; a level's width is
+/// its longest block, so a graph of degree ≤ `block` takes one level of that degree.
+fn plan_max_levels(targets: &[usize], num_targets: usize, block: usize) -> (Vec<(Vec<u32>, usize)>, Vec<u32>) {
+    assert!(block >= 2, "a block reduces at least two rows");
+    let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); num_targets];
+    for (e, &t) in targets.iter().enumerate() {
+        rows_of[t].push(e as u32);
+    }
+    let mut input_rows = targets.len();
+    let mut levels = Vec::new();
+    while rows_of.iter().any(|r| r.len() > 1) {
+        let width = rows_of.iter().map(|r| r.len()).max().unwrap_or(0).min(block);
+        let pad = input_rows as u32;
+        let mut gather = Vec::new();
+        let mut blocks = 0u32;
+        for rows in &mut rows_of {
+            let mut next = Vec::with_capacity(rows.len().div_ceil(width));
+            for chunk in rows.chunks(width) {
+                gather.extend_from_slice(chunk);
+                gather.resize(gather.len() + width - chunk.len(), pad);
+                next.push(blocks);
+                blocks += 1;
+            }
+            *rows = next;
+        }
+        input_rows = blocks as usize;
+        levels.push((gather, width));
+    }
+    let last = rows_of.iter().map(|r| r.first().copied().unwrap_or(input_rows as u32)).collect();
+    (levels, last)
 }
 
 /// Creation options (device and float dtype) matching an existing tensor.

@@ -4,7 +4,7 @@ use burn::tensor::activation::log_softmax;
 use burn::tensor::{Int, Tensor};
 
 use super::{ClientTensors, evaluate_set};
-use crate::model::Output;
+use crate::model::{Output, select_rows};
 
 /// A training objective. Cross-entropy is the default; defenses replace or extend it
 /// (forward correction for noisy labels, label-proportion regularisers).
@@ -33,6 +33,6 @@ impl Loss for CrossEntropy {
 
 /// Mean of −log softmax(logits[idx])[y].
 pub fn cross_entropy(logits: Tensor<2>, idx: &Tensor<1, Int>, y: &Tensor<1, Int>) -> Tensor<1> {
-    let logp = log_softmax(logits.select(0, idx.clone()), 1);
+    let logp = log_softmax(select_rows(logits, idx), 1);
     logp.gather(1, y.clone().unsqueeze_dim(1)).mean().neg()
 }

@@ -7,7 +7,7 @@ use crate::model::gat::GatConv;
 use crate::model::graph_tensors::{GraphTensors, Norm};
 use crate::model::input::{InputLayout, NodeInput};
 use crate::model::kprop::kprop;
-use crate::model::propagate::Strategy;
+use crate::model::propagate::{Edges, Strategy};
 
 const TOL: f64 = 1e-12;
 
@@ -201,6 +201,34 @@ fn gat_matches_a_naive_reference() {
                 let what = format!("gat {heads}×{channels} concat={concat} {strategy:?}");
                 assert_close(&got, &gat_reference(&layer, &graph, &xv, 3), TOL, &what);
             }
+        }
+    }
+}
+
+/// Every strategy's per-target maximum is the exact maximum of the target's rows, −∞
+/// without edges: one target of degree 2 000 (three levels of blocks on GPUs), targets
+/// of degree 1, 31, 32 and 33 around a block's width, targets without edges.
+#[test]
+fn scatter_max_takes_each_targets_exact_maximum() {
+    let degrees = [2000usize, 0, 1, 31, 32, 33, 0, 5];
+    let (targets, f) = (degrees.len(), 3);
+    let mut dst: Vec<u32> = degrees.iter().enumerate().flat_map(|(t, &d)| std::iter::repeat_n(t as u32, d)).collect();
+    // Edges of one target need not be adjacent.
+    dst.rotate_left(1000);
+    dst.swap(3, 2040);
+    let src: Vec<u32> = (0..dst.len() as u32).collect();
+    let v = random_values(17, dst.len() * f);
+    let mut want = vec![f64::NEG_INFINITY; targets * f];
+    for (e, &t) in dst.iter().enumerate() {
+        for c in 0..f {
+            want[t as usize * f + c] = want[t as usize * f + c].max(v[e * f + c]);
+        }
+    }
+    for strategy in [Strategy::Fused, Strategy::Rows, Strategy::Elements] {
+        let edges = Edges::new(&src, &dst, src.len(), targets, &f64_cpu()).with_strategy(strategy);
+        for _ in 0..2 {
+            let got = values(edges.scatter_max(tensor(v.clone(), [dst.len(), f], &f64_cpu())));
+            assert_eq!(got, want, "{strategy:?}");
         }
     }
 }

@@ -99,3 +99,35 @@ fn edge_weight_gradients_match_cpu() {
         }
     }
 }
+
+/// The row selections of the losses (`select_rows`, and RGNN's bag sums `add_rows`),
+/// which take `gather`/`scatter` on GPUs and `select`/`select_assign` on the CPU: the
+/// same values and gradients on both (repeated rows included).
+#[test]
+fn row_selection_matches_cpu() {
+    use burn::tensor::{Int, Tensor, TensorData};
+
+    use crate::model::{add_rows, select_rows};
+    let Some(gpu) = wgpu_device() else { return };
+    let (n, f) = (9, 5);
+    let rows: Vec<i64> = vec![4, 0, 8, 4, 2, 7, 4];
+    let into: Vec<i64> = vec![1, 0, 2, 1, 1, 0, 2];
+    let run = |device: &Device| -> Vec<Vec<f64>> {
+        let ad = TensorCreationOptions::new(device.clone().autodiff());
+        let x = tensor(random_values(5, n * f), [n, f], &ad).require_grad();
+        let index = |v: &[i64]| Tensor::<1, Int>::from_data(TensorData::new(v.to_vec(), [v.len()]), &ad.device);
+        let picked = select_rows(x.clone(), &index(&rows));
+        let base = tensor(random_values(6, 3 * f), [3, f], &ad);
+        let sums = add_rows(base, &index(&into), picked.clone().mul_scalar(0.5));
+        let grads = (loss(picked.clone()) + loss(sums.clone())).backward();
+        vec![values(picked), values(sums), values(x.grad(&grads).unwrap())]
+    };
+    let (want, got) = (run(&cpu()), run(&gpu));
+    for (what, a, b) in [("rows", &want[0], &got[0]), ("sums", &want[1], &got[1]), ("gradient", &want[2], &got[2])] {
+        assert_eq!(a.len(), b.len(), "{what}");
+        let scale = a.iter().fold(1e-3f64, |m, v| m.max(v.abs()));
+        let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max) / scale;
+        println!("{what}: max relative difference {worst:e}");
+        assert!(worst < 1e-5, "{what}: {worst:e}");
+    }
+}
