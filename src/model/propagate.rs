@@ -134,13 +134,7 @@ impl Edges {
     }
 
     fn gather(&self, x: Tensor<2>, index: &Tensor<1, Int>) -> Tensor<2> {
-        match self.strategy {
-            Strategy::Rows | Strategy::Fused => x.select(0, index.clone()),
-            Strategy::Elements => {
-                let [_, f] = x.dims();
-                x.gather(0, broadcast(index, f))
-            }
-        }
+        rows_at(x, index, self.strategy)
     }
 
     /// Rows of `x`, which takes no gradient, at the edge sources (`at_src`) or targets:
@@ -159,10 +153,9 @@ impl Edges {
     pub fn scatter_add(&self, messages: Tensor<2>) -> Tensor<2> {
         let [_, f] = messages.dims();
         let zeros = Tensor::zeros([self.num_targets, f], like(&messages));
-        match (&self.index, self.strategy) {
-            (None, _) => zeros,
-            (Some((_, dst)), Strategy::Rows | Strategy::Fused) => zeros.select_assign(0, dst.clone(), messages, IndexingUpdateOp::Add),
-            (Some((_, dst)), Strategy::Elements) => zeros.scatter(0, broadcast(dst, f), messages, IndexingUpdateOp::Add),
+        match &self.index {
+            None => zeros,
+            Some((_, dst)) => add_at(zeros, dst, messages, self.strategy),
         }
     }
 
@@ -243,13 +236,8 @@ impl Edges {
 /// row serially in one thread per column (cubecl's `select_assign`), where the gradient
 /// of `gather` is one thread per element (a scatter-add). The same values either way.
 pub fn select_rows(x: Tensor<2>, index: &Tensor<1, Int>) -> Tensor<2> {
-    match Strategy::for_device(&x.device()) {
-        Strategy::Elements => {
-            let f = x.dims()[1];
-            x.gather(0, broadcast(index, f))
-        }
-        Strategy::Rows | Strategy::Fused => x.select(0, index.clone()),
-    }
+    let strategy = Strategy::for_device(&x.device());
+    rows_at(x, index, strategy)
 }
 
 /// `base` plus the rows of `values` (`[len, F]`) added at rows `index`: `select_assign`
@@ -257,12 +245,32 @@ pub fn select_rows(x: Tensor<2>, index: &Tensor<1, Int>) -> Tensor<2> {
 /// with the index broadcast (one thread per element, atomic adds) instead of one thread
 /// per column walking every row.
 pub fn add_rows(base: Tensor<2>, index: &Tensor<1, Int>, values: Tensor<2>) -> Tensor<2> {
-    match Strategy::for_device(&base.device()) {
+    let strategy = Strategy::for_device(&base.device());
+    add_at(base, index, values, strategy)
+}
+
+/// Rows of `x` at `index` by the strategy's ops: `select` (one index per row), or
+/// `gather` with the index broadcast over the columns ([`Elements`](Strategy::Elements)).
+fn rows_at(x: Tensor<2>, index: &Tensor<1, Int>, strategy: Strategy) -> Tensor<2> {
+    match strategy {
+        Strategy::Rows | Strategy::Fused => x.select(0, index.clone()),
+        Strategy::Elements => {
+            let f = x.dims()[1];
+            x.gather(0, broadcast(index, f))
+        }
+    }
+}
+
+/// `base` plus the rows of `values` added at rows `index` by the strategy's ops:
+/// `select_assign(Add)`, or `scatter(Add)` with the index broadcast
+/// ([`Elements`](Strategy::Elements)).
+fn add_at(base: Tensor<2>, index: &Tensor<1, Int>, values: Tensor<2>, strategy: Strategy) -> Tensor<2> {
+    match strategy {
+        Strategy::Rows | Strategy::Fused => base.select_assign(0, index.clone(), values, IndexingUpdateOp::Add),
         Strategy::Elements => {
             let f = values.dims()[1];
             base.scatter(0, broadcast(index, f), values, IndexingUpdateOp::Add)
         }
-        Strategy::Rows | Strategy::Fused => base.select_assign(0, index.clone(), values, IndexingUpdateOp::Add),
     }
 }
 
@@ -288,18 +296,16 @@ impl MaxPlan {
     fn new(dst: &Tensor<1, Int>, num_targets: usize) -> MaxPlan {
         let targets: Vec<usize> = dst.to_data().iter::<i64>().map(|t| t as usize).collect();
         let (levels, last) = plan_max_levels(&targets, num_targets, Self::BLOCK);
-        let device = dst.device();
-        let index = |rows: &[u32]| {
-            Tensor::<1, Int>::from_data(TensorData::new(rows.iter().map(|&r| i64::from(r)).collect::<Vec<_>>(), [rows.len()]), &device)
-        };
+        let options = TensorCreationOptions::new(dst.device());
+        let index = |rows: &[u32]| index_tensor(rows, &options);
         MaxPlan { levels: levels.iter().map(|(rows, width)| (index(rows), *width)).collect(), last: index(&last) }
     }
 
     /// `[num_targets, F]` maxima of `values` (`[len, F]`, no gradient tracked).
     fn max(&self, values: Tensor<2>) -> Tensor<2> {
-        let f = values.dims()[1];
-        let pad = |x: Tensor<2>| Tensor::cat(vec![x, Tensor::full([1, f], f64::NEG_INFINITY, like(&values))], 0);
-        let mut rows = values.clone();
+        let (f, options) = (values.dims()[1], like(&values));
+        let pad = |x: Tensor<2>| Tensor::cat(vec![x, Tensor::full([1, f], f64::NEG_INFINITY, options.clone())], 0);
+        let mut rows = values;
         for (index, width) in &self.levels {
             let blocks = index.dims()[0] / width;
             rows = pad(rows).select(0, index.clone()).reshape([blocks, *width, f]).max_dim(1).reshape([blocks, f]);
@@ -321,8 +327,12 @@ fn plan_max_levels(targets: &[usize], num_targets: usize, block: usize) -> (Vec<
     }
     let mut input_rows = targets.len();
     let mut levels = Vec::new();
-    while rows_of.iter().any(|r| r.len() > 1) {
-        let width = rows_of.iter().map(|r| r.len()).max().unwrap_or(0).min(block);
+    loop {
+        let longest = rows_of.iter().map(Vec::len).max().unwrap_or(0);
+        if longest <= 1 {
+            break;
+        }
+        let width = longest.min(block);
         let pad = input_rows as u32;
         let mut gather = Vec::new();
         let mut blocks = 0u32;
