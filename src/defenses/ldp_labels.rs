@@ -74,7 +74,7 @@ struct ForwardCorrection;
 impl LossTransform for ForwardCorrection {
     /// Replaces the loss built so far: forward correction is itself the cross-entropy
     /// on the noisy labels, corrected.
-    fn wrap(&self, data: &LocalData, _inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
+    fn wrap(&self, data: &LocalData, _tensors: &ClientTensors, _inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
         Ok(Box::new(ForwardCorrectedLoss::of(data)))
     }
 }

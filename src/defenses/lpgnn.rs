@@ -18,7 +18,6 @@
 //!
 //! Privacy: (ε_x + ε_y)-LDP per node.
 
-use std::sync::OnceLock;
 
 use burn::tensor::activation::softmax;
 use burn::tensor::{Int, Tensor, TensorData};
@@ -141,9 +140,9 @@ pub struct DropTransform {
 
 impl LossTransform for DropTransform {
     /// Replaces the loss built so far (the Drop loss is itself a cross-entropy).
-    fn wrap(&self, data: &LocalData, _inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
+    fn wrap(&self, data: &LocalData, tensors: &ClientTensors, _inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
         let correction = self.forward_correction.then(|| ForwardCorrectedLoss::of(data));
-        Ok(Box::new(DropLoss { ky: self.ky, correction, held: data.held_one_hot(), classes: data.classes, targets: OnceLock::new() }))
+        Ok(Box::new(DropLoss::new(self.ky, correction, data, tensors)))
     }
 }
 
@@ -152,14 +151,23 @@ pub struct DropLoss {
     ky: usize,
     /// `None`: no forward correction (T = I).
     correction: Option<ForwardCorrectedLoss>,
-    /// One-hot held labels of train and validation nodes, `[N, classes]` row-major.
-    held: Vec<f32>,
-    classes: usize,
-    /// ỹ of the train nodes, computed on first use.
-    targets: OnceLock<Tensor<1, Int>>,
+    /// ỹ of the train nodes (Ky > 0; `None` without train nodes), propagated over the
+    /// graph as reported: a learned adjacency (Solitude's calibration) does not move
+    /// them, and a client resumed from a checkpoint holds the same ones.
+    targets: Option<Tensor<1, Int>>,
 }
 
 impl DropLoss {
+    fn new(ky: usize, correction: Option<ForwardCorrectedLoss>, data: &LocalData, tensors: &ClientTensors) -> DropLoss {
+        let targets = tensors.train.index.as_ref().filter(|_| ky > 0).map(|(idx, _)| {
+            let (n, classes) = (data.graph.num_nodes(), data.classes);
+            let y = Tensor::<2>::from_data(TensorData::new(data.held_one_hot(), [n, classes]), &idx.device());
+            // softmax does not move the arg-max: skipped.
+            kprop(y, &tensors.graph, ky).select(0, idx.clone()).argmax(1).squeeze_dim::<1>(1)
+        });
+        DropLoss { ky, correction, targets }
+    }
+
     /// p(y'|x) = softmax(logits)·T.
     fn held_probabilities(&self, logits: Tensor<2>) -> Tensor<2> {
         match &self.correction {
@@ -169,21 +177,9 @@ impl DropLoss {
     }
 
     /// ỹ for the train nodes: the held labels with Ky = 0, else argmax KProp_Ky(Y').
-    fn targets(&self, data: &ClientTensors, train: &NodeSet) -> Option<Tensor<1, Int>> {
-        let (idx, y) = train.index.as_ref()?;
-        if self.ky == 0 {
-            return Some(y.clone());
-        }
-        Some(
-            self.targets
-                .get_or_init(|| {
-                    let n = self.held.len() / self.classes;
-                    let y = Tensor::<2>::from_data(TensorData::new(self.held.clone(), [n, self.classes]), &idx.device());
-                    // softmax does not move the arg-max: skipped.
-                    kprop(y, &data.graph, self.ky).select(0, idx.clone()).argmax(1).squeeze_dim::<1>(1)
-                })
-                .clone(),
-        )
+    fn targets(&self, train: &NodeSet) -> Option<Tensor<1, Int>> {
+        let (_, y) = train.index.as_ref()?;
+        if self.ky == 0 { Some(y.clone()) } else { self.targets.clone() }
     }
 }
 
@@ -194,7 +190,7 @@ fn nll(p: Tensor<2>, idx: &Tensor<1, Int>, y: Tensor<1, Int>) -> Tensor<1> {
 
 impl Loss for DropLoss {
     fn loss(&self, out: &Output, data: &ClientTensors) -> Option<Tensor<1>> {
-        let targets = self.targets(data, &data.train)?;
+        let targets = self.targets(&data.train)?;
         let (idx, _) = data.train.index.as_ref()?;
         let p = self.held_probabilities(out.logits.clone());
         let p = if self.ky > 0 { softmax(kprop(p, &data.graph, self.ky), 1) } else { p };
@@ -230,16 +226,31 @@ mod tests {
         };
         let device = Device::flex();
         let tensors = ClientTensors::new(&data, 4, &device).unwrap();
-        let targets = |ky| {
-            let drop = DropLoss { ky, correction: None, held: data.held_one_hot(), classes: 3, targets: OnceLock::new() };
-            drop.targets(&tensors, &tensors.train).unwrap().into_data().convert::<i64>().try_into_vec::<i64>().unwrap()
-        };
+        let ints = |t: Tensor<1, Int>| t.into_data().convert::<i64>().try_into_vec::<i64>().unwrap();
+        let targets = |ky| ints(DropLoss::new(ky, None, &data, &tensors).targets(&tensors.train).unwrap());
         // Ky = 0: the held labels of train nodes 0, 1, 3.
         assert_eq!(targets(0), vec![2, 1, 0]);
         // Ky = 1 (degrees 3, 1, 1, 2, 1; test node 4's label is hidden):
         // node 0 ← (y1 + y2 + y3)/√(3·d) = class 1 twice, class 0 once → 1;
         // node 1 ← y0/√3 → 2; node 3 ← y0/√6 + y4 (hidden) → 2.
         assert_eq!(targets(1), vec![1, 2, 2]);
+
+        // A learned adjacency that drops 1 → 0 and 2 → 0 (the first two arcs, CSR order)
+        // would make node 0's target class 0; the targets stay those of the reported
+        // graph, whichever graph the loss first sees (a resumed client first sees the
+        // learned one).
+        let mut w = vec![1.0f32; tensors.graph.edges().len()];
+        w[..2].fill(0.0);
+        let learned = ClientTensors {
+            graph: tensors.graph.with_edge_weights(Tensor::from_data(TensorData::new(w, [tensors.graph.edges().len(), 1]), &device)),
+            ..tensors.clone()
+        };
+        let out = Output { logits: Tensor::from_data(TensorData::new(vec![0.0f32, 1.0, 2.0, 2.0, 0.0, 1.0, 1.0, 2.0, 0.0, 0.5, 0.0, 1.0, 0.0, 0.0, 0.0], [5, 3]), &device), head_input: None };
+        let loss = |drop: &DropLoss, d: &ClientTensors| drop.loss(&out, d).unwrap().into_scalar::<f32>();
+        let (resumed, uninterrupted) = (DropLoss::new(1, None, &data, &tensors), DropLoss::new(1, None, &data, &tensors));
+        loss(&uninterrupted, &tensors);
+        assert_eq!(loss(&resumed, &learned), loss(&uninterrupted, &learned));
+        assert_eq!(ints(resumed.targets(&learned.train).unwrap()), vec![1, 2, 2]);
     }
 
     #[test]

@@ -424,7 +424,7 @@ pub fn invert(a: &[f64], k: usize) -> Option<Vec<f64>> {
 }
 
 impl LossTransform for Rgnn {
-    fn wrap(&self, _data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
+    fn wrap(&self, _data: &LocalData, _tensors: &ClientTensors, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
         let inner: Box<dyn Loss> = if self.cfg.as_published { Box::new(DoubleSoftmaxCrossEntropy) } else { inner };
         let bags = self.bags.lock().expect("bags").clone();
         Ok(match bags {

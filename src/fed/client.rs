@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::model::ModelConfig;
 use crate::privacy::PrivacyCost;
 use crate::rng::Rng;
-use crate::train::{LocalData, LocalTrainer, Loss, TrainConfig};
+use crate::train::{ClientTensors, LocalData, LocalTrainer, Loss, TrainConfig};
 
 /// What a defense knows of the client it builds an instance for, before the client's
 /// data is touched: who it is and how it will train.
@@ -109,13 +109,16 @@ impl<T: RoundTransform + ?Sized> RoundTransform for std::sync::Arc<T> {
 
 pub trait LossTransform: Send + Sync {
     /// The loss the client trains with, given `inner` (cross-entropy or what earlier
-    /// defenses made of it) and the client's data after every data transform.
-    fn wrap(&self, data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>>;
+    /// defenses made of it), the client's data after every data transform and its
+    /// device tensors (the graph as reported, before any adjacency a trainer learns).
+    /// What a loss derives from the data, it derives here: a loss is rebuilt with its
+    /// client (a checkpoint restored), and must not depend on when it was first called.
+    fn wrap(&self, data: &LocalData, tensors: &ClientTensors, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>>;
 }
 
 impl<T: LossTransform + ?Sized> LossTransform for std::sync::Arc<T> {
-    fn wrap(&self, data: &LocalData, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
-        (**self).wrap(data, inner)
+    fn wrap(&self, data: &LocalData, tensors: &ClientTensors, inner: Box<dyn Loss>) -> Result<Box<dyn Loss>> {
+        (**self).wrap(data, tensors, inner)
     }
 }
 
@@ -261,11 +264,11 @@ impl ClientDefenses {
     }
 
     /// The client's loss: cross-entropy wrapped by every loss transform in order.
-    pub fn loss(&self, data: &LocalData) -> Result<Box<dyn Loss>> {
+    pub fn loss(&self, data: &LocalData, tensors: &ClientTensors) -> Result<Box<dyn Loss>> {
         let mut loss: Box<dyn Loss> = Box::new(crate::train::CrossEntropy);
         for d in &self.defenses {
             if let Some(t) = &d.loss {
-                loss = t.wrap(data, loss)?;
+                loss = t.wrap(data, tensors, loss)?;
             }
         }
         Ok(loss)

@@ -179,7 +179,9 @@ fn derived(
         (Weighting::Train, Some(split)) => split.train_pairs(),
         (Weighting::All, _) => local.graph.num_nodes(),
     };
-    Ok((ClientTensors::new(local, setup.model.first_width(classes), device)?, defenses.loss(local)?, weight))
+    let tensors = ClientTensors::new(local, setup.model.first_width(classes), device)?;
+    let loss = defenses.loss(local, &tensors)?;
+    Ok((tensors, loss, weight))
 }
 
 impl Federation {
