@@ -190,6 +190,11 @@ pub struct Timings {
     /// matrix`): their `round_seconds` were measured in the run that ran them.
     #[serde(skip_serializing_if = "is_zero")]
     pub shared_rounds: usize,
+    /// Trailing rounds taken from such a run that ran them one round earlier: this run's
+    /// attack round left the federation where that run stood, and the rounds after it were
+    /// round-free (`fgl-sim matrix`; their `round_seconds` were measured in that run).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tail_rounds: usize,
     /// Milliseconds of the upload protocol's work per round (secure aggregation).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub upload_ms: Vec<f64>,

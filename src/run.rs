@@ -533,6 +533,7 @@ fn metrics_of(
             train_seconds: train_s,
             round_seconds: fed.round_seconds.clone(),
             shared_rounds: fed.shared_rounds,
+            tail_rounds: fed.tail_rounds,
             upload_ms: fed.upload.iter().flat_map(|u| u.rounds.iter().map(|r| r.ms)).collect(),
             total_ms,
         },

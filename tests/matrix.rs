@@ -653,12 +653,13 @@ fn attacks_that_need_each_update_are_left_out_behind_secure_aggregation() {
 /// (EC-LDA and LDA act in round 3 of 6 here: rounds 1–2 run once per defense and seed):
 /// the same `cells.csv` and `metrics.json` as with every run from round 1
 /// (`--no-shared-rounds`), and the runs that went on from a sibling's rounds say so.
+/// EC-LDA's runs without DP-GNN's noise also take rounds 4–6 from the passive run's 3–5.
 #[test]
 fn runs_sharing_their_first_rounds_give_the_numbers_of_runs_from_round_1() {
     let tmp = tempfile::tempdir().unwrap();
     let text = format!(
         "{}attacks: [ec-lda, [lda, uniform]]\ndefenses: [none, {{preset: ldp-labels, sweep: {{epsilon: [1]}}}}, {{preset: dp-gnn, set: {{small_clients: full-batch}}}}]\nseeds: 2\n",
-        BASE.replace("rounds: 4", "rounds: 6")
+        BASE.replace("rounds: 4", "rounds: 6").replace("head: true}", "head: true, dropout: 0.0}")
     );
     let f = write(tmp.path(), "m.yaml", &text);
     let (shared, alone) = (tmp.path().join("shared"), tmp.path().join("alone"));
@@ -668,7 +669,7 @@ fn runs_sharing_their_first_rounds_give_the_numbers_of_runs_from_round_1() {
     let metrics = |d: &Path, cell: &str, seed: &str| -> serde_json::Value {
         serde_json::from_str(&std::fs::read_to_string(d.join("cells").join(cell).join(seed).join("metrics.json")).unwrap()).unwrap()
     };
-    let mut went_on = 0;
+    let (mut went_on, mut took) = (0, Vec::new());
     let dirs = run_dirs(&shared);
     assert_eq!(dirs.len(), 12);
     for (cell, seed, _) in dirs {
@@ -677,11 +678,25 @@ fn runs_sharing_their_first_rounds_give_the_numbers_of_runs_from_round_1() {
             assert_eq!(n, 2, "{cell} {seed}");
             went_on += 1;
         }
-        assert!(b["timings"].get("shared_rounds").is_none());
+        if let Some(n) = a["timings"].get("tail_rounds") {
+            assert_eq!(n, 3, "{cell} {seed}");
+            took.push(cell.clone());
+        }
+        assert!(b["timings"].get("shared_rounds").is_none() && b["timings"].get("tail_rounds").is_none());
         a.as_object_mut().unwrap().remove("timings");
         b.as_object_mut().unwrap().remove("timings");
         assert_eq!(a, b, "{cell} {seed}");
     }
     // One run of each (defense, seed) pair went on from the other's rounds 1–2.
     assert_eq!(went_on, 6);
+    took.sort();
+    assert_eq!(
+        took,
+        [
+            "attack=ec-lda,defense=ldp-labels,defense.epsilon=1",
+            "attack=ec-lda,defense=ldp-labels,defense.epsilon=1",
+            "attack=ec-lda,defense=none",
+            "attack=ec-lda,defense=none"
+        ]
+    );
 }

@@ -143,6 +143,15 @@ impl ServerStrategy for EcLda {
         self.rounds.before_first(rounds)
     }
 
+    fn plain_tail(&self, rounds: usize) -> usize {
+        self.rounds.after_last(rounds)
+    }
+
+    /// Outside its attack rounds it sends the global model and keeps the aggregate.
+    fn keeps_course(&self, ctx: &RoundContext) -> bool {
+        !self.attacks(ctx)
+    }
+
     /// The scaled model is a cache of the current round: only the estimator's state lasts.
     fn save_state(&self) -> Result<Vec<u8>> {
         self.estimator.save_state()

@@ -258,6 +258,13 @@ impl ServerStrategy for Composite {
     fn plain_rounds(&self, rounds: usize) -> usize {
         self.attacks.iter().map(|a| a.plain_rounds(rounds)).min().unwrap_or(rounds)
     }
+    fn plain_tail(&self, rounds: usize) -> usize {
+        self.attacks.iter().map(|a| a.plain_tail(rounds)).min().unwrap_or(rounds)
+    }
+    /// Only the active attack can change the federation's course.
+    fn keeps_course(&self, ctx: &RoundContext) -> bool {
+        self.active.is_none_or(|i| self.attacks[i].keeps_course(ctx))
+    }
     fn save_state(&self) -> Result<Vec<u8>> {
         let states = self.attacks.iter().map(|a| a.save_state()).collect::<Result<Vec<_>>>()?;
         crate::fed::checkpoint::encode(&states)

@@ -34,6 +34,13 @@ impl AttackRounds {
         (1..=rounds).find(|&r| self.contains(r, rounds)).map_or(rounds, |r| r - 1)
     }
 
+    /// How many trailing rounds of `rounds` come after the last of these: an attack
+    /// acting only in these rounds is plain FedAvg through them
+    /// ([`crate::fed::ServerStrategy::plain_tail`]).
+    pub fn after_last(&self, rounds: usize) -> usize {
+        (1..=rounds).rev().find(|&r| self.contains(r, rounds)).map_or(rounds, |r| rounds - r)
+    }
+
     /// Whether an attack acting in these rounds reads `update` (a client that trained
     /// with weight > 0, in an attack round).
     pub fn reads(&self, ctx: &crate::fed::RoundContext, update: &crate::fed::ClientUpdate<'_>) -> bool {
@@ -116,6 +123,13 @@ mod tests {
         assert_eq!(AttackRounds::Every(3).before_first(7), 2);
         assert_eq!(AttackRounds::List(vec![5, 2]).before_first(7), 1);
         assert_eq!(AttackRounds::List(vec![9]).before_first(7), 7);
+        assert_eq!(AttackRounds::Mid.after_last(200), 100);
+        assert_eq!(AttackRounds::Mid.after_last(1), 0);
+        assert_eq!(AttackRounds::Last.after_last(7), 0);
+        assert_eq!(AttackRounds::All.after_last(7), 0);
+        assert_eq!(AttackRounds::Every(3).after_last(7), 1);
+        assert_eq!(AttackRounds::List(vec![5, 2]).after_last(7), 2);
+        assert_eq!(AttackRounds::List(vec![9]).after_last(7), 7);
         for v in [AttackRounds::Mid, AttackRounds::Last, AttackRounds::All, AttackRounds::Every(3), AttackRounds::List(vec![2, 4])] {
             assert_eq!(r(&serde_norway::to_string(&v).unwrap()).unwrap(), v);
         }

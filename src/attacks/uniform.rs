@@ -79,6 +79,15 @@ impl ServerStrategy for Uniform {
         self.config.rounds.before_first(rounds)
     }
 
+    fn plain_tail(&self, rounds: usize) -> usize {
+        self.config.rounds.after_last(rounds)
+    }
+
+    /// Passive: it sends the global model and keeps FedAvg's aggregate in every round.
+    fn keeps_course(&self, _ctx: &RoundContext) -> bool {
+        true
+    }
+
     fn save_state(&self) -> Result<Vec<u8>> {
         crate::fed::checkpoint::encode(&self.output)
     }

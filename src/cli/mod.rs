@@ -148,7 +148,10 @@ enum Command {
         max_memory: Option<f64>,
         /// Run every run from round 1. By default runs that differ only in their attacks
         /// run the rounds before any of their attacks acts once, and go on from there to
-        /// the same numbers (EC-LDA's run and the passive attacks' share rounds 1-99 of 200).
+        /// the same numbers (EC-LDA's run and the passive attacks' share rounds 1-99 of 200);
+        /// and where EC-LDA's discarded round leaves the federation as it found it and no
+        /// round depends on its number, EC-LDA's rounds 101-200 are taken from the passive
+        /// run's 100-199.
         #[arg(long, conflicts_with_all = ["emit_jobs", "collect"])]
         no_shared_rounds: bool,
         /// No progress bars.

@@ -74,12 +74,26 @@ pub type SaveState<'a> = dyn FnMut(&FedState) -> Result<()> + Send + 'a;
 /// round `rounds` leaves its state here; a run that finds one starts after it, its own
 /// strategy as set up. Every round's randomness comes from (seed, purpose, client,
 /// round) streams, so the run ends with the numbers it gives from round 1.
+///
+/// The run that leaves the state also leaves its next rounds while each is *round-free*
+/// (its outcome follows from the federation's state before it alone, see
+/// `Federation::run_with`). A later run whose attack round left the federation as it
+/// found it (EC-LDA discards its round) would repeat them one round late: it takes
+/// them instead ([`TailRound`]).
 pub struct SharedRounds {
     pub rounds: usize,
     /// What the runs have in common, as their caller words it (`run`: the resolved
     /// scenario without its attacks); a run of another federation is refused.
     pub key: String,
     state: std::sync::Mutex<Option<FedState>>,
+    tail: std::sync::Mutex<Vec<TailRound>>,
+}
+
+/// One round-free round after the shared ones, as the run that left them ran it.
+#[derive(Debug, Clone)]
+pub struct TailRound {
+    pub metrics: RoundMetrics,
+    pub seconds: f64,
 }
 
 impl std::fmt::Debug for SharedRounds {
@@ -90,7 +104,20 @@ impl std::fmt::Debug for SharedRounds {
 
 impl SharedRounds {
     pub fn new(rounds: usize, key: String) -> SharedRounds {
-        SharedRounds { rounds, key, state: std::sync::Mutex::new(None) }
+        SharedRounds { rounds, key, state: std::sync::Mutex::new(None), tail: std::sync::Mutex::default() }
+    }
+
+    /// Rounds `rounds + 1 …` of the run that left the state, as far as each was round-free.
+    pub fn tail(&self) -> Vec<TailRound> {
+        self.tail.lock().expect("no panic while holding the tail").clone()
+    }
+
+    /// Leave the round-free rounds that followed the state (by the run that left it).
+    pub fn offer_tail(&self, tail: Vec<TailRound>) {
+        let mut mine = self.tail.lock().expect("no panic while holding the tail");
+        if mine.is_empty() {
+            *mine = tail;
+        }
     }
 
     /// The state after round `rounds`, once a run has left it.

@@ -135,6 +135,10 @@ pub struct FedResult {
     /// Leading rounds taken from a sibling run ([`checkpoint::SharedRounds`]).
     #[serde(skip)]
     pub shared_rounds: usize,
+    /// Trailing rounds taken from a sibling run that ran them one round earlier
+    /// ([`checkpoint::TailRound`]).
+    #[serde(skip)]
+    pub tail_rounds: usize,
 }
 
 /// One client's state: its defenses, its host data (as they transformed it), device
@@ -291,6 +295,17 @@ impl Federation {
             shared_rounds = shared_rounds.max(state.shared_rounds);
             (global, result, round_seconds, trained) = self.restore(state, own_strategy.then_some(&mut *strategy))?;
         }
+        // A round is round-free when its outcome follows from the federation's state
+        // before it alone: every client trains (no draw picks them), no round transform
+        // or upload protocol acts, the strategy keeps FedAvg's course and no trainer draws
+        // from the round's stream (trainers are not told the round number). The same
+        // state then gives the same round whatever its number. The run that leaves the
+        // shared rounds' state leaves its round-free rounds after them too; a sibling
+        // whose attack round left the federation where that state stands takes them.
+        let can_be_round_free =
+            !self.round_transforms && self.upload.is_none() && selects_every_client(self.clients.len(), &self.setup.federation);
+        let (mut left_state, mut tail, mut tail_closed) = (false, Vec::new(), false);
+        let (mut tail_checked, mut tail_rounds) = (false, 0);
         let cfg = &self.setup;
         let template = &self.template;
         for round in start..=rounds {
@@ -329,7 +344,6 @@ impl Federation {
                     _ => train::optimizer(&cfg.train),
                 };
                 let mut call = train::TrainCall {
-                    round,
                     local: &s.local,
                     data: &s.tensors,
                     cfg: &cfg.train,
@@ -342,13 +356,14 @@ impl Federation {
                 if cfg.train.keep_optimizer_state {
                     *slot = Some(optim);
                 }
-                Ok((ModelParams::take(model), stats))
+                Ok(((ModelParams::take(model), stats), r.get_word_pos() == 0))
             };
-            let outcomes: Vec<_> = if cfg.parallel {
+            let trained_now: Vec<_> = if cfg.parallel {
                 selected.par_iter().enumerate().map(train_one).collect::<Result<_>>()?
             } else {
                 selected.iter().enumerate().map(train_one).collect::<Result<_>>()?
             };
+            let (outcomes, undrawn): (Vec<_>, Vec<bool>) = trained_now.into_iter().unzip();
             for &i in &selected {
                 trained[i] += 1;
             }
@@ -430,6 +445,10 @@ impl Federation {
             } else {
                 global.clone() // no selected client had any weight: nothing to average
             };
+            let round_free = can_be_round_free
+                && undrawn.iter().all(|&u| u)
+                && sent.iter().all(|s| matches!(s, Cow::Borrowed(_)))
+                && strategy.keeps_course(&ctx);
             drop(updates);
             drop(sent);
             global = new_global;
@@ -473,6 +492,15 @@ impl Federation {
             let diverged = loss_weight > 0.0 && !m.train_loss.is_finite();
             result.push(m);
             round_seconds.push(t.elapsed().as_secs_f64());
+            if left_state && !tail_closed {
+                match round_free && !diverged {
+                    true => tail.push(checkpoint::TailRound {
+                        metrics: result.last().expect("pushed").clone(),
+                        seconds: *round_seconds.last().expect("pushed"),
+                    }),
+                    false => tail_closed = true,
+                }
+            }
             if diverged {
                 break;
             }
@@ -486,11 +514,42 @@ impl Federation {
             }
             if let Some(sh) = shared.filter(|sh| sh.rounds == round && !sh.is_filled()) {
                 sh.offer(self.capture(round, &global, &result, &round_seconds, &trained, strategy)?);
+                left_state = true;
             }
             if stopped && round < rounds {
                 bar.finish_and_clear();
                 return Err(Error::Interrupted(format!("stopped after round {round} of {rounds}")));
             }
+            // Plain from here on, and standing where the shared rounds left the sibling
+            // (an attack round discarded): the rest are the sibling's next rounds.
+            if let Some(sh) = shared.filter(|sh| {
+                !left_state && !tail_checked && round > sh.rounds && round < rounds && rounds - round <= strategy.plain_tail(rounds)
+            }) {
+                tail_checked = true;
+                let need = rounds - round;
+                let sibling = sh.tail();
+                if let (true, Some(state)) = (can_be_round_free && sibling.len() >= need, sh.state())
+                    && self.course_state(&global)? == course_bytes(&state.global, &state.clients, &state.upload)?
+                {
+                    for (n, taken) in sibling.into_iter().take(need).enumerate() {
+                        let m = RoundMetrics { round: round + 1 + n, ..taken.metrics };
+                        for &id in &m.selected {
+                            trained[id] += 1;
+                        }
+                        result.push(m);
+                        round_seconds.push(taken.seconds);
+                    }
+                    tail_rounds = need;
+                    bar.set_position(rounds as u64);
+                    if let Progress::Hook(hook) = &cfg.progress {
+                        hook(rounds, rounds);
+                    }
+                    break;
+                }
+            }
+        }
+        if let Some(sh) = shared.filter(|_| left_state) {
+            sh.offer_tail(tail);
         }
         bar.finish_and_clear();
 
@@ -533,6 +592,7 @@ impl Federation {
             upload,
             round_seconds,
             shared_rounds,
+            tail_rounds,
         })
     }
 }
@@ -548,8 +608,23 @@ impl Federation {
         trained: &[usize],
         strategy: &dyn ServerStrategy,
     ) -> Result<FedState> {
-        let clients = self
-            .clients
+        Ok(FedState {
+            round,
+            global: global.clone(),
+            metrics: metrics.to_vec(),
+            round_seconds: round_seconds.to_vec(),
+            trained: trained.to_vec(),
+            param_ids: param_ids(&self.template),
+            clients: self.client_checkpoints()?,
+            server: strategy.save_state()?,
+            upload: self.upload_state()?,
+            shared_rounds: 0,
+        })
+    }
+
+    /// What the rounds changed in each client ([`checkpoint::ClientCheckpoint`]).
+    fn client_checkpoints(&self) -> Result<Vec<checkpoint::ClientCheckpoint>> {
+        self.clients
             .iter()
             .map(|s| {
                 let optimizer = match s.optimizer.lock().expect("no trainer runs between rounds").as_ref() {
@@ -569,19 +644,19 @@ impl Federation {
                     defenses: s.defenses.save_states()?,
                 })
             })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(FedState {
-            round,
-            global: global.clone(),
-            metrics: metrics.to_vec(),
-            round_seconds: round_seconds.to_vec(),
-            trained: trained.to_vec(),
-            param_ids: param_ids(&self.template),
-            clients,
-            server: strategy.save_state()?,
-            upload: self.upload.as_ref().map(|p| p.save_state()).transpose()?.unwrap_or_default(),
-            shared_rounds: 0,
-        })
+            .collect()
+    }
+
+    /// The upload protocol's state (empty without one).
+    fn upload_state(&self) -> Result<Vec<u8>> {
+        Ok(self.upload.as_ref().map(|p| p.save_state()).transpose()?.unwrap_or_default())
+    }
+
+    /// Where the federation stands for its next round, with `global` as its global model:
+    /// the global model, the clients' and the upload protocol's states, as bytes (equal
+    /// bytes: bit for bit the same values, −0 and +0 told apart).
+    fn course_state(&self, global: &ModelParams) -> Result<Vec<u8>> {
+        course_bytes(global, &self.client_checkpoints()?, &self.upload_state()?)
     }
 
     /// Put `state` back into this freshly built federation and `strategy` (set up; `None`:
@@ -742,6 +817,16 @@ impl ClientOracle for Oracle<'_> {
 /// A u64 seed for `purpose`, derived from the scenario seed.
 fn rng_seed(seed: u64, purpose: &str) -> u64 {
     rng::derive(seed, purpose, &[]).random()
+}
+
+/// [`Federation::course_state`]'s bytes.
+fn course_bytes(global: &ModelParams, clients: &[checkpoint::ClientCheckpoint], upload: &[u8]) -> Result<Vec<u8>> {
+    checkpoint::encode(&(global, clients, upload))
+}
+
+/// Whether [`select_clients`] picks every one of `k` clients in every round, drawing nothing.
+fn selects_every_client(k: usize, cfg: &FederationConfig) -> bool {
+    cfg.sampling != Sampling::Poisson && cfg.fixed_round_size(k) == k
 }
 
 /// The clients of `round` (ascending): all of them, a fixed number drawn without

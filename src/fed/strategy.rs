@@ -294,6 +294,23 @@ pub trait ServerStrategy: Send {
         0
     }
 
+    /// How many trailing rounds of a federation of `rounds` this strategy is plain FedAvg
+    /// in (as [`plain_rounds`](Self::plain_rounds) says it). A run whose attack round
+    /// leaves the federation as it was (EC-LDA discards it) then repeats, one round late,
+    /// the rounds of a sibling run that took none, and `fgl-sim matrix` takes them from
+    /// it (see `Federation::run_with`). 0, the default, promises nothing.
+    fn plain_tail(&self, _rounds: usize) -> usize {
+        0
+    }
+
+    /// Whether in round `ctx` this strategy leaves the federation's course as plain FedAvg
+    /// does: it sends the global model to every client, aggregates by FedAvg and keeps
+    /// the aggregate (it may read the updates and query clients). By default: in its
+    /// plain leading and trailing rounds.
+    fn keeps_course(&self, ctx: &RoundContext) -> bool {
+        ctx.round <= self.plain_rounds(ctx.rounds) || ctx.round > ctx.rounds.saturating_sub(self.plain_tail(ctx.rounds))
+    }
+
     /// Everything the strategy has gathered so far, for a checkpoint between rounds
     /// (encode it with [`super::checkpoint::encode`]). A strategy that cannot be
     /// checkpointed says so, and a run that asks for checkpoints is refused before round 1.
@@ -326,6 +343,10 @@ impl ServerStrategy for FedAvg {
     }
 
     fn plain_rounds(&self, rounds: usize) -> usize {
+        rounds
+    }
+
+    fn plain_tail(&self, rounds: usize) -> usize {
         rounds
     }
 

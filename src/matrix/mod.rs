@@ -264,32 +264,50 @@ struct Family {
 }
 
 /// The runs `todo` grouped into families of runs that differ only in their attacks
-/// (same cell parameters otherwise, same seed), in `todo` order. A family shares the
-/// rounds before any of its attacks acts ([`crate::fed::ServerStrategy::plain_rounds`]):
-/// its first run leaves its state after them, the others go on from it, to the numbers
-/// they give from round 1. In the shipped matrices each defense's EC-LDA run and its
-/// passive attacks' run share rounds 1–99 of 200.
+/// (same cell parameters otherwise, same seed), in `todo` order but for those that
+/// keep FedAvg's course throughout (passive attacks), which go first. A family shares the rounds before any of its attacks
+/// acts ([`crate::fed::ServerStrategy::plain_rounds`]): its first run leaves its state
+/// after them, the others go on from it, to the numbers they give from round 1. In the
+/// shipped matrices each defense's EC-LDA run and its passive attacks' run share rounds
+/// 1–99 of 200. The first run also leaves its round-free rounds after those: where
+/// EC-LDA's discarded round 100 leaves the federation as round 99 did, its rounds
+/// 101–200 are the passive run's 100–199 ([`crate::fed::ServerStrategy::plain_tail`]).
 fn families(m: &Matrix, todo: &[(usize, u64)]) -> Vec<Family> {
-    let mut families: Vec<Family> = Vec::new();
+    let mut families: Vec<(Family, Vec<(bool, usize)>)> = Vec::new();
     for &(c, seed) in todo {
         let scenario = m.cells[c].scenario_for(seed);
         let rounds = scenario.federation.rounds;
-        let plain = scenario.server().map_or(0, |s| s.plain_rounds(rounds)).min(rounds.saturating_sub(1));
+        let server = scenario.server();
+        let plain = server.as_ref().map_or(0, |s| s.plain_rounds(rounds)).min(rounds.saturating_sub(1));
+        // Runs that keep FedAvg's course throughout go first (their rounds after the
+        // shared ones can serve the others), then by the trailing rounds they are plain in.
+        let tail = server.as_ref().map_or((true, 0), |s| {
+            let steers = (1..=rounds).any(|round| !s.keeps_course(&crate::fed::RoundContext { round, rounds }));
+            (steers, s.plain_tail(rounds))
+        });
         let key = run::shared_key(&scenario);
-        match families.iter_mut().find(|f| f.key == key) {
-            Some(f) => {
+        match families.iter_mut().find(|(f, _)| f.key == key) {
+            Some((f, tails)) => {
                 f.runs.push((c, seed));
                 f.shared = f.shared.min(plain);
+                tails.push(tail);
             }
-            None => families.push(Family { runs: vec![(c, seed)], shared: plain, key }),
-        }
-    }
-    for f in &mut families {
-        if f.runs.len() == 1 {
-            f.shared = 0;
+            None => families.push((Family { runs: vec![(c, seed)], shared: plain, key }, vec![tail])),
         }
     }
     families
+        .into_iter()
+        .map(|(mut f, tails)| {
+            if f.runs.len() == 1 {
+                f.shared = 0;
+            }
+            // A stable order otherwise.
+            let mut order: Vec<usize> = (0..f.runs.len()).collect();
+            order.sort_by_key(|&i| tails[i]);
+            f.runs = order.into_iter().map(|i| f.runs[i]).collect();
+            f
+        })
+        .collect()
 }
 
 /// Run one (cell, seed) and write its directory: its results, or its error when it

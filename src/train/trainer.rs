@@ -9,8 +9,11 @@ use crate::privacy::PrivacyCost;
 use crate::rng::Rng;
 
 /// One round of one client's local training, as a [`LocalTrainer`] sees it.
+///
+/// It carries no round number: a round's training follows from the model sent, the
+/// client's state and `rng` alone, so a round that draws nothing from `rng` gives the
+/// same model in any round (the federation relies on it, see `Federation::run_with`).
 pub struct TrainCall<'a> {
-    pub round: usize,
     /// The client's host data, as `data` holds it on the device.
     pub local: &'a LocalData,
     pub data: &'a ClientTensors,
