@@ -138,7 +138,17 @@ def test_progress_reaches_the_callback_in_order(tmp_path):
     assert all(n == 6 for _, n in calls) and [d for d, _ in calls] == sorted({d for d, _ in calls})
 
 
-def test_ctrl_c_stops_at_a_round_boundary_and_resume_gives_the_same_numbers(tmp_path):
+@pytest.fixture
+def sigint_raises():
+    """Python's Ctrl-C handler, installed for the test: a process a non-interactive shell
+    starts in the background ignores SIGINT, and Python then installs none (the run's
+    signal check would find nothing to raise)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_stops_at_a_round_boundary_and_resume_gives_the_same_numbers(tmp_path, sigint_raises):
     sets = {"federation.rounds": 400, "dataset.synthetic.nodes": 3000}
     # SIGINT to this process once training runs, as Ctrl-C in a terminal or the
     # notebook's interrupt button (which sends SIGINT to the kernel) would.
@@ -162,7 +172,7 @@ def test_ctrl_c_stops_at_a_round_boundary_and_resume_gives_the_same_numbers(tmp_
     assert not (out / "checkpoint.cbor").exists()
 
 
-def test_ctrl_c_while_no_python_code_runs_stops_the_run_too(tmp_path):
+def test_ctrl_c_while_no_python_code_runs_stops_the_run_too(tmp_path, sigint_raises):
     # No progress callback: the interrupt is found by the call's own signal check.
     out = tmp_path / "stopped"
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
