@@ -18,7 +18,6 @@
 //!
 //! Privacy: (ε_x + ε_y)-LDP per node.
 
-
 use burn::tensor::activation::softmax;
 use burn::tensor::{Int, Tensor, TensorData};
 use serde::{Deserialize, Serialize};
