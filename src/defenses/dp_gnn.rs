@@ -62,7 +62,7 @@ use crate::model::{Arch, NodeClassifier};
 use crate::privacy::accountant::{self, Conversion, Mechanism};
 use crate::privacy::{PrivacyCost, ec_lda_code};
 use crate::rng::{self, Rng};
-use crate::train::per_node::{self, per_node, ComputationGraph, NodeBatch, PerNode};
+use crate::train::per_node::{self, per_node, ComputationGraph, FeatureGrams, NodeBatch, PerNode};
 use crate::train::{HeadSteps, LocalData, LocalStats, LocalTrainer, Loss, NextTrainer, Selection, TrainCall};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -278,6 +278,9 @@ struct ClientPlan {
     /// the code), per tensor; and the edges its degree clipping removed.
     accumulated: Mutex<Option<Accumulated>>,
     removed_edges: usize,
+    /// The feature Gram matrices of the training nodes' graphs, by root, computed the
+    /// first time a batch draws them.
+    feature_grams: Mutex<FeatureGrams>,
 }
 
 /// The EC-LDA code's running sums: on the device, or on the host as a checkpoint
@@ -368,7 +371,8 @@ impl DpGnn {
 fn batch_of(plan: &ClientPlan, roots: &[usize], local: &LocalData, device: &burn::tensor::Device) -> Result<NodeBatch> {
     let graphs: Vec<&ComputationGraph> = roots.iter().map(|&v| plan.graphs[v].as_ref().expect("roots are training nodes")).collect();
     let labels: Vec<u32> = roots.iter().map(|&v| local.labels[v].expect("training nodes are labelled")).collect();
-    NodeBatch::new(&graphs, &local.features, &labels, device)
+    let mut grams = plan.feature_grams.lock().expect("one trainer per client");
+    NodeBatch::with_grams(&graphs, &local.features, &labels, Some((&mut grams, roots)), device)
 }
 
 /// numpy's default percentile (linear interpolation between order statistics).
@@ -524,6 +528,7 @@ impl LocalTrainer for DpGnn {
             thresholds: Mutex::new(None),
             accumulated: Mutex::new(None),
             removed_edges,
+            feature_grams: Mutex::default(),
         };
         self.plan.set(plan).map_err(|_| Error::Other(format!("dp-gnn: client {client} prepared twice")))
     }
@@ -536,6 +541,8 @@ impl LocalTrainer for DpGnn {
             return Err(Error::param("defenses", "dp-gnn accounts for a fixed set of training nodes, but another defense changed it between rounds (label-dp stages): use one stage with dp-gnn"));
         }
         per_node::check_model(&model)?;
+        // The features are those of the last round unless a defense changed them.
+        plan.feature_grams.lock().expect("one trainer per client").of(&local.features);
         let device = model.devices().into_iter().next().ok_or_else(|| Error::Other("a model without parameters".into()))?.without_autodiff();
         let calibration = self.config.calibration;
         // Estimated once per client, unless `clip` fixes every threshold (the EC-LDA

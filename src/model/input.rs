@@ -102,14 +102,24 @@ impl NodeInput {
                     Features::Shifted(m) => m.shift,
                     _ => 0.0,
                 };
-                let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
-                for r in 0..n {
-                    features.for_each_stored(r, |c, v| {
-                        rows.push(r as u32);
-                        cols.push(c as u32);
-                        vals.push(f64::from(v));
-                    });
-                }
+                let (rows, cols, vals) = match features {
+                    // The stored arrays as they are (a DP-GNN batch builds one per step).
+                    Features::Sparse(m) | Features::Shifted(crate::data::features::ShiftedMatrix { centered: m, .. }) => {
+                        let rows = (0..n).flat_map(|r| std::iter::repeat_n(r as u32, m.indptr[r + 1] - m.indptr[r])).collect();
+                        (rows, m.indices.clone(), m.values.iter().map(|&v| f64::from(v)).collect())
+                    }
+                    Features::Dense(_) => {
+                        let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+                        for r in 0..n {
+                            features.for_each_stored(r, |c, v| {
+                                rows.push(r as u32);
+                                cols.push(c as u32);
+                                vals.push(f64::from(v));
+                            });
+                        }
+                        (rows, cols, vals)
+                    }
+                };
                 NodeInput::Sparse(SparseInput {
                     nonzeros: Edges::new(&cols, &rows, d, n, &options),
                     values: (!vals.iter().all(|&v| v == 1.0)).then(|| column(&vals, &options)),
@@ -156,6 +166,21 @@ impl NodeInput {
             NodeInput::Sparse(s) => {
                 let offset = w.clone().sum_dim(0).mul_scalar(s.shift);
                 s.nonzeros.propagate(w, s.values.as_ref()) + offset
+            }
+        }
+    }
+
+    /// Xᵀ·M for `m` of shape `[N, c]` → `[d, c]`: a matmul when dense; when sparse, the
+    /// same non-zeros read by column (per column in row order), with a shift adding
+    /// shift·1·(1ᵀM) to every row.
+    pub fn transposed_matmul(&self, m: Tensor<2>) -> Tensor<2> {
+        assert_eq!(m.dims()[0], self.num_nodes(), "input has {} nodes, the product's right side {} rows", self.num_nodes(), m.dims()[0]);
+        match self {
+            NodeInput::Dense(x) => x.clone().transpose().matmul(m),
+            NodeInput::Sparse(s) if s.shift == 0.0 => s.nonzeros.propagate_back(m, s.values.as_ref()),
+            NodeInput::Sparse(s) => {
+                let offset = m.clone().sum_dim(0).mul_scalar(s.shift);
+                s.nonzeros.propagate_back(m, s.values.as_ref()) + offset
             }
         }
     }

@@ -61,15 +61,24 @@ impl Strategy {
     }
 }
 
+/// Edge sources and targets as index tensors.
+type IndexPair = (Tensor<1, Int>, Tensor<1, Int>);
+
 /// Directed edges `src → dst` from `num_sources` source rows into `num_targets` targets,
 /// stored as index tensors on a device (and, for the fused kernels, as a host pattern).
 #[derive(Debug, Clone)]
 pub struct Edges {
-    /// `None` when there are no edges: Burn is never asked for zero-length index tensors.
-    index: Option<(Tensor<1, Int>, Tensor<1, Int>)>,
+    /// The (source, target) index tensors; `None` when there are no edges: Burn is never
+    /// asked for zero-length index tensors. Where the host pattern exists they are made
+    /// from it on first use, since the fused kernels never read them (a DP-GNN batch
+    /// builds edge sets whose index tensors nothing reads) and a clone shares them.
+    index: Arc<OnceLock<Option<IndexPair>>>,
     /// The host pattern of the fused kernels, built only where they run (burn-flex).
     pattern: Option<SharedPattern>,
+    /// Where the index tensors go.
+    options: TensorCreationOptions,
     len: usize,
+    num_sources: usize,
     num_targets: usize,
     strategy: Strategy,
     /// [`Elements`](Strategy::Elements)' per-target maximum, planned on first use (GAT
@@ -84,8 +93,21 @@ impl Edges {
         let strategy = Strategy::for_device(&options.device);
         let pattern = (strategy == Strategy::Fused).then(|| Arc::new(Pattern::new(src, dst, num_sources, num_targets)));
         let len = src.len();
-        let index = (len > 0).then(|| (index_tensor(src, options), index_tensor(dst, options)));
-        Edges { index, pattern, len, num_targets, strategy, max_plan: Arc::default() }
+        let index = Arc::new(OnceLock::new());
+        if pattern.is_none() {
+            let _ = index.set((len > 0).then(|| (index_tensor(src, options), index_tensor(dst, options))));
+        }
+        Edges { index, pattern, options: options.clone(), len, num_sources, num_targets, strategy, max_plan: Arc::default() }
+    }
+
+    /// The index tensors (`None`: no edges), made from the host pattern on first use.
+    fn index_pair(&self) -> Option<&IndexPair> {
+        self.index
+            .get_or_init(|| {
+                let pattern = self.pattern.as_ref().expect("edges without a host pattern have their index tensors from the start");
+                (self.len > 0).then(|| (index_tensor(pattern.src(), &self.options), index_tensor(pattern.dst(), &self.options)))
+            })
+            .as_ref()
     }
 
     /// The same edges moved by the given ops (results are equal up to float rounding).
@@ -114,13 +136,18 @@ impl Edges {
         self.len == 0
     }
 
+    /// Size of the source set (rows of a [`propagate_back`](Self::propagate_back) result).
+    pub fn num_sources(&self) -> usize {
+        self.num_sources
+    }
+
     /// Size of the target set (rows of every scatter result).
     pub fn num_targets(&self) -> usize {
         self.num_targets
     }
 
     fn index(&self) -> &(Tensor<1, Int>, Tensor<1, Int>) {
-        self.index.as_ref().expect("gather/scatter on an empty edge set (callers check is_empty)")
+        self.index_pair().expect("gather/scatter on an empty edge set (callers check is_empty)")
     }
 
     /// Rows of `x` at the edge sources: `[len, F]`. Panics on an empty edge set.
@@ -153,7 +180,7 @@ impl Edges {
     pub fn scatter_add(&self, messages: Tensor<2>) -> Tensor<2> {
         let [_, f] = messages.dims();
         let zeros = Tensor::zeros([self.num_targets, f], like(&messages));
-        match &self.index {
+        match self.index_pair() {
             None => zeros,
             Some((_, dst)) => add_at(zeros, dst, messages, self.strategy),
         }
@@ -172,7 +199,7 @@ impl Edges {
     pub fn scatter_max(&self, values: Tensor<2>) -> Tensor<2> {
         let [_, f] = values.dims();
         let init = || Tensor::full([self.num_targets, f], f64::NEG_INFINITY, like(&values));
-        match &self.index {
+        match self.index_pair() {
             None => init(),
             Some((_, dst)) if self.strategy == Strategy::Elements => {
                 self.max_plan.get_or_init(|| MaxPlan::new(dst, self.num_targets)).max(values.detach())
@@ -228,6 +255,33 @@ impl Edges {
             None => messages,
         };
         self.scatter_add(messages)
+    }
+}
+
+impl Edges {
+    /// Message passing against the edges: `out[u] = Σ_{u→v} w_uv · x[v]`, with `weights`
+    /// of shape `[len, 1]` (`None` = all ones): the transposed product, `[num_sources, F]`,
+    /// over the same edges (on burn-flex the same host pattern, read by source). Sums
+    /// run in edge order per source, as a copy of these edges reversed would sum them.
+    pub fn propagate_back(&self, x: Tensor<2>, weights: Option<&Tensor<2>>) -> Tensor<2> {
+        let [_, f] = x.dims();
+        if self.is_empty() {
+            return Tensor::zeros([self.num_sources, f], like(&x));
+        }
+        if let Some(pattern) = self.fused() {
+            return match weights {
+                Some(w) => spmm::spmm_weighted(x, w.clone(), pattern, true),
+                None => spmm::spmm(x, pattern, true),
+            };
+        }
+        assert!(weights.is_none_or(|w| w.dims()[1] == 1), "propagate_back takes one weight per edge");
+        let messages = self.gather_dst(x);
+        let messages = match weights {
+            Some(w) => messages * w.clone(),
+            None => messages,
+        };
+        let (src, _) = self.index();
+        add_at(Tensor::zeros([self.num_sources, f], like(&messages)), src, messages, self.strategy)
     }
 }
 

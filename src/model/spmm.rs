@@ -68,6 +68,10 @@ impl Groups {
         for i in 0..n {
             ptr[i + 1] += ptr[i];
         }
+        if keys.is_sorted() {
+            // Already grouped (a CSR matrix's rows): every edge stays where it is.
+            return Groups { ptr, edge: (0..keys.len() as u32).collect(), other: others.to_vec(), in_order: true };
+        }
         let mut next = ptr.clone();
         let mut edge = vec![0u32; keys.len()];
         for (e, &k) in keys.iter().enumerate() {
@@ -127,6 +131,16 @@ impl Pattern {
 
     pub fn len(&self) -> usize {
         self.src.len()
+    }
+
+    /// Each edge's source row, in edge order.
+    pub fn src(&self) -> &[u32] {
+        &self.src
+    }
+
+    /// Each edge's target row, in edge order.
+    pub fn dst(&self) -> &[u32] {
+        &self.dst
     }
 
     pub fn is_empty(&self) -> bool {

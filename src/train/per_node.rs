@@ -34,7 +34,7 @@ use super::{ClientTensors, Loss, NodeSet};
 use crate::data::Features;
 use crate::error::{Error, Result};
 use crate::model::dropout::dropout;
-use crate::model::{Conv, Edges, GraphTensors, InputLayout, NodeClassifier, NodeInput, Output, Strategy};
+use crate::model::{Conv, GraphTensors, InputLayout, NodeClassifier, NodeInput, Output, Strategy};
 use crate::rng::Rng;
 
 /// One node's computation graph: `nodes[0]` is the root (client node ids), `senders[i]`
@@ -214,10 +214,9 @@ impl BlockGroups {
 #[allow(clippy::large_enum_variant)] // one per batch
 enum BatchFeatures {
     Dense(Tensor<2>),
-    /// `transposed`: the same non-zeros as edges node row → feature column (with their
-    /// `values` unless all are 1), for Aᵀ·M; `gram`: the block Gram matrices of the rows,
-    /// computed on the host from the non-zeros. The layer-0 products then
-    /// cost per non-zero rather than per dense entry (Cora: 1.3 % of them).
+    /// The input's non-zeros serve Aᵀ·M too (read by column); `gram`: the block Gram
+    /// matrices of the rows, computed on the host from the non-zeros. The layer-0
+    /// products then cost per non-zero rather than per dense entry (Cora: 1.3 % of them).
     Sparse(SparseBatch),
 }
 
@@ -226,9 +225,77 @@ struct SparseBatch {
     input: NodeInput,
     /// The rows on the host, for [`PerNode::running_sum_norms`].
     host: crate::data::features::CsrMatrix,
-    transposed: Edges,
-    values: Option<Tensor<2>>,
     gram: HostGrams,
+}
+
+/// Feature Gram matrices of computation graphs kept across batches (DP-GNN draws each
+/// training node's graph, over the same features, in step after step): a block's is
+/// computed once, then copied. Dropped whole when the features change: the owner calls
+/// [`of`](FeatureGrams::of) wherever they may have (DP-GNN: at every round's training),
+/// which compares a fingerprint of their values (a defense that re-randomised them
+/// would otherwise see stale products). At most [`FeatureGrams::MAX_BYTES`] kept.
+#[derive(Debug, Default)]
+pub struct FeatureGrams {
+    fingerprint: Option<u64>,
+    blocks: std::collections::HashMap<usize, Box<[f32]>>,
+    bytes: usize,
+}
+
+impl FeatureGrams {
+    /// Past this, blocks are computed every time (their values are the same either way).
+    const MAX_BYTES: usize = 256 << 20;
+
+    /// Keep the blocks if `features` are those they were computed from, else drop them.
+    pub fn of(&mut self, features: &Features) {
+        let fingerprint = features_fingerprint(features);
+        if self.fingerprint != Some(fingerprint) {
+            *self = FeatureGrams { fingerprint: Some(fingerprint), ..FeatureGrams::default() };
+        }
+    }
+
+    fn keep(&mut self, key: usize, block: &[f32]) {
+        let bytes = std::mem::size_of_val(block);
+        if self.bytes + bytes <= Self::MAX_BYTES {
+            self.bytes += bytes;
+            self.blocks.insert(key, block.into());
+        }
+    }
+
+    /// Blocks kept.
+    pub fn len(&self) -> usize {
+        self.blocks.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+}
+
+/// A 64-bit digest of every stored value and index of `features` (FNV-1a over 32-bit
+/// words): not cryptographic, only to notice that a client's features changed.
+fn features_fingerprint(features: &Features) -> u64 {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut word = |w: u32| h = (h ^ u64::from(w)).wrapping_mul(PRIME);
+    word(features.rows() as u32);
+    word(features.cols() as u32);
+    let (csr, dense) = match features {
+        Features::Sparse(m) => (Some(m), None),
+        Features::Dense(m) => (None, Some(m)),
+        Features::Shifted(m) => {
+            word(m.shift.to_bits());
+            (Some(&m.centered), None)
+        }
+    };
+    if let Some(m) = csr {
+        m.indptr.iter().for_each(|&p| word(p as u32));
+        m.indices.iter().for_each(|&c| word(c));
+        m.values.iter().for_each(|v| word(v.to_bits()));
+    }
+    if let Some(m) = dense {
+        m.data.iter().for_each(|v| word(v.to_bits()));
+    }
+    h
 }
 
 /// Block Gram matrices on the host: block b's entry (i, j) at `at[b].0 + i·at[b].1 + j`
@@ -289,6 +356,31 @@ impl NodeBatch {
         labels: &[u32],
         device: &Device,
     ) -> Result<NodeBatch> {
+        Self::with_grams(graphs, features, labels, None, device)
+    }
+
+    /// [`new`](Self::new), taking the blocks' feature Gram matrices from `grams` (keys:
+    /// one per graph, the same key for the same graph over the same features) and
+    /// keeping there those it computes.
+    pub fn with_grams<G: std::borrow::Borrow<ComputationGraph>>(
+        graphs: &[G],
+        features: &Features,
+        labels: &[u32],
+        grams: Option<(&mut FeatureGrams, &[usize])>,
+        device: &Device,
+    ) -> Result<NodeBatch> {
+        if let Some((cache, keys)) = grams.as_ref() {
+            if keys.len() != graphs.len() {
+                return Err(Error::Other(format!(
+                    "a node batch needs one Gram key per graph, got {} graphs and {} keys",
+                    graphs.len(),
+                    keys.len()
+                )));
+            }
+            if cache.fingerprint.is_none() {
+                return Err(Error::Other("feature Gram matrices kept for no features: call FeatureGrams::of first".into()));
+            }
+        }
         let graphs: Vec<&ComputationGraph> = graphs.iter().map(|g| g.borrow()).collect();
         let graphs = graphs.as_slice();
         if graphs.is_empty() || graphs.len() != labels.len() {
@@ -321,18 +413,8 @@ impl NodeBatch {
         let options = TensorCreationOptions::new(device.clone());
         let features = match &selected {
             Features::Sparse(m) if InputLayout::auto(&selected, 1) == InputLayout::Sparse => {
-                let (mut src, mut dst, mut values) =
-                    (Vec::with_capacity(m.nnz()), Vec::with_capacity(m.nnz()), Vec::with_capacity(m.nnz()));
-                for r in 0..rows {
-                    let (idx, val) = m.row(r);
-                    src.extend(std::iter::repeat_n(r as u32, idx.len()));
-                    dst.extend_from_slice(idx);
-                    values.extend(val.iter().map(|&v| f64::from(v)));
-                }
-                let transposed = Edges::new(&src, &dst, rows, m.cols, &options);
-                let values = (!values.iter().all(|&v| v == 1.0)).then(|| crate::model::propagate::column(&values, &options));
                 let input = NodeInput::with_layout(&selected, InputLayout::Sparse, options);
-                BatchFeatures::Sparse(SparseBatch { input, transposed, values, gram: Self::host_gram(m, graphs), host: m.clone() })
+                BatchFeatures::Sparse(SparseBatch { input, gram: Self::host_gram(m, graphs, grams), host: m.clone() })
             }
             _ => match NodeInput::with_layout(&selected, InputLayout::Dense, options) {
                 NodeInput::Dense(x) => BatchFeatures::Dense(x),
@@ -362,15 +444,28 @@ impl NodeBatch {
     }
 
     /// The Gram matrix of each block's rows of `m` (blocks in batch order, each its own
-    /// size), summed in f64 over each pair's common non-zeros.
-    fn host_gram(m: &crate::data::features::CsrMatrix, graphs: &[&ComputationGraph]) -> HostGrams {
+    /// size), summed in f64 over each pair's common non-zeros; from `grams` where it
+    /// holds a block's key.
+    fn host_gram(
+        m: &crate::data::features::CsrMatrix,
+        graphs: &[&ComputationGraph],
+        mut grams: Option<(&mut FeatureGrams, &[usize])>,
+    ) -> HostGrams {
         let (at, end) = HostGrams::unpadded(graphs.iter().map(|g| g.nodes.len()));
         let mut gram = vec![0f32; end];
         let mut dense = vec![0f64; m.cols];
         let mut first = 0;
-        for (g, &(offset, width)) in graphs.iter().zip(&at) {
+        for (b, (g, &(offset, width))) in graphs.iter().zip(&at).enumerate() {
             let k = g.nodes.len();
             let block = &mut gram[offset..offset + k * k];
+            let key = grams.as_ref().map(|(_, keys)| keys[b]);
+            if let (Some((cache, _)), Some(key)) = (grams.as_ref(), key)
+                && let Some(kept) = cache.blocks.get(&key)
+            {
+                block.copy_from_slice(kept);
+                first += k;
+                continue;
+            }
             for i in 0..k {
                 let (idx, val) = m.row(first + i);
                 for (&c, &v) in idx.iter().zip(val) {
@@ -385,6 +480,9 @@ impl NodeBatch {
                 for &c in idx {
                     dense[c as usize] = 0.0;
                 }
+            }
+            if let (Some((cache, _)), Some(key)) = (grams.as_mut(), key) {
+                cache.keep(key, block);
             }
             first += k;
         }
@@ -505,7 +603,7 @@ impl NodeBatch {
     /// Aᵀ·`m` for the features A (`m`: `[R, c]` → `[d, c]`).
     fn features_transposed_matmul(&self, m: Tensor<2>) -> Tensor<2> {
         match &self.features {
-            BatchFeatures::Sparse(b) => b.transposed.propagate(m, b.values.as_ref()),
+            BatchFeatures::Sparse(b) => b.input.transposed_matmul(m),
             BatchFeatures::Dense(x) => x.clone().transpose().matmul(m),
         }
     }
@@ -782,26 +880,32 @@ fn fma_chain_gram(path: ChainPath, rows: &[f32], k: usize, c: usize, out: &mut [
 /// block) in f32: each row of S products summed by its `sum_rows_f32`, then a block's
 /// row sums added one after the other from 0 (its middle-axis reduction). Entries past a
 /// block's rows are zero in that layout, which moves no sum but a zero's sign, so only a
-/// block's own rows are summed, each placed in a zero row of S. `None` where an entry is
+/// block's own rows are summed, each over the fewest of its S entries that its sum's
+/// steps read before they meet only zeros ([`padded_sum_len`]). `None` where an entry is
 /// not finite (there the padding's 0·∞ would give NaN).
 fn padded_square_norms(batch: &NodeBatch, ka: &HostGrams, kg: &HostGrams) -> Option<Vec<f32>> {
-    if !ka.values.iter().chain(&kg.values).all(|x| x.is_finite()) {
+    if !all_finite(&ka.values) || !all_finite(&kg.values) {
         return None;
     }
-    let s = batch.width;
-    let mut products = vec![0f32; batch.rows * s];
-    for b in 0..batch.blocks {
-        let first = batch.block_start[b];
-        let k = batch.block_start[b + 1] - first;
+    let (s, lanes) = (batch.width, flex_f32_lanes());
+    let lens: Vec<usize> = (0..batch.blocks).map(|b| padded_sum_len(batch.block_start[b + 1] - batch.block_start[b], s, lanes)).collect();
+    let mut products = vec![0f32; (0..batch.blocks).map(|b| (batch.block_start[b + 1] - batch.block_start[b]) * lens[b]).sum()];
+    let mut row_lens = Vec::with_capacity(batch.rows);
+    let mut at = 0;
+    for (b, &len) in lens.iter().enumerate() {
+        let k = batch.block_start[b + 1] - batch.block_start[b];
+        let ((oa, wa), (og, wg)) = (ka.at[b], kg.at[b]);
         for i in 0..k {
-            let row = &mut products[(first + i) * s..(first + i) * s + k];
-            for (j, p) in row.iter_mut().enumerate() {
-                *p = ka.entry(b, i, j) * kg.entry(b, i, j);
+            let (ra, rg) = (&ka.values[oa + i * wa..oa + i * wa + k], &kg.values[og + i * wg..og + i * wg + k]);
+            for ((p, &x), &y) in products[at..at + k].iter_mut().zip(ra).zip(rg) {
+                *p = x * y;
             }
+            row_lens.push(len);
+            at += len;
         }
     }
     let mut row_sums = vec![0f32; batch.rows];
-    flex_sum_rows(&products, s, &mut row_sums);
+    flex_sum_rows(&products, &row_lens, &mut row_sums);
     Some(
         (0..batch.blocks)
             .map(|b| {
@@ -815,15 +919,53 @@ fn padded_square_norms(batch: &NodeBatch, ka: &HostGrams, kg: &HostGrams) -> Opt
     )
 }
 
+/// Whether no value is infinite or NaN: an exponent test on every value without an
+/// early exit, which the compiler vectorises (a short-circuiting `all` it does not).
+fn all_finite(values: &[f32]) -> bool {
+    const EXPONENT: u32 = 0x7f80_0000;
+    !values.iter().fold(false, |bad, x| bad | (x.to_bits() & EXPONENT == EXPONENT))
+}
+
+/// How many of a row's `s` entries, of which only the first `k` may be non-zero,
+/// [`flex_sum_body`] (vectors of `lanes`) must read to give the whole row's sum: its
+/// eight-accumulator blocks and whole vectors past the last non-zero add only zeros
+/// (which move no value, only a zero's sign), so a row is cut after the block or vector
+/// holding entry `k − 1`, unless that entry lies in the scalar tail.
+fn padded_sum_len(k: usize, s: usize, lanes: usize) -> usize {
+    let stride = 8 * lanes;
+    let blocks_end = s / stride * stride;
+    if k <= blocks_end {
+        return k.div_ceil(stride) * stride;
+    }
+    let vectors_end = blocks_end + (s - blocks_end) / lanes * lanes;
+    if k <= vectors_end {
+        return blocks_end + (k - blocks_end).div_ceil(lanes) * lanes;
+    }
+    s
+}
+
+/// The f32 lanes of the instruction set macerator picks here (and so burn-flex's sums).
+#[macerator::with_simd]
+fn flex_lanes<S: Simd>(_: ()) -> usize {
+    f32::lanes::<S>()
+}
+
+fn flex_f32_lanes() -> usize {
+    flex_lanes(())
+}
+
 /// burn-flex 0.22.1's `sum_rows_f32` (its `simd::kernels::sum_body`, which is private),
 /// copied so that a row summed here gives its bits: eight vector accumulators over
 /// blocks of eight vectors, combined pairwise, the remaining whole vectors, then the
 /// lanes (macerator's `reduce_add`) plus the scalar tail. macerator picks the same
 /// instruction set for both at run time.
+/// Rows of `row_lens` entries, one after another in `src`.
 #[macerator::with_simd]
-fn flex_sum_rows<S: Simd>(src: &[f32], row_len: usize, dst: &mut [f32]) {
-    for (row, d) in src.chunks_exact(row_len).zip(dst.iter_mut()) {
-        *d = flex_sum_body::<S>(row);
+fn flex_sum_rows<S: Simd>(src: &[f32], row_lens: &[usize], dst: &mut [f32]) {
+    let mut at = 0;
+    for (&len, d) in row_lens.iter().zip(dst.iter_mut()) {
+        *d = flex_sum_body::<S>(&src[at..at + len]);
+        at += len;
     }
 }
 
@@ -1199,6 +1341,72 @@ mod tests {
             assert_eq!(differ, 0, "{c} columns: {differ} entries differ");
         }
         assert!(batch(&[1, 3, 16, 9]).groups.is_none() && batch(&[20, 22, 24, 21]).groups.is_none());
+    }
+
+    /// Feature Gram matrices kept across batches are those a batch computes, whatever
+    /// mix of kept and new blocks it holds (a root drawn twice included), and new
+    /// features drop what was kept.
+    #[test]
+    fn kept_feature_grams_equal_computed_ones_until_the_features_change() {
+        let device = Device::flex();
+        let n = 90;
+        let sizes = [5, 9, 1, 17, 30];
+        let graphs_of = |roots: &[usize]| -> Vec<ComputationGraph> {
+            roots
+                .iter()
+                .map(|&r| ComputationGraph {
+                    nodes: (0..sizes[r]).map(|i| (r * 11 + i * 3) % n).collect(),
+                    senders: vec![Vec::new(); sizes[r]],
+                })
+                .collect()
+        };
+        let grams = |batch: &NodeBatch| {
+            assert!(matches!(batch.features, BatchFeatures::Sparse(_)), "the batch keeps its features sparse");
+            batch.features_host_grams().values
+        };
+        let f = sparse_features(n, 40);
+        let mut changed = f.clone();
+        if let Features::Sparse(m) = &mut changed {
+            m.values.iter_mut().for_each(|v| *v += 0.25);
+        }
+        let mut kept = FeatureGrams::default();
+        kept.of(&f);
+        for roots in [&[0, 1, 2][..], &[2, 3, 0, 0], &[4, 1]] {
+            let (graphs, labels) = (graphs_of(roots), vec![0; roots.len()]);
+            let plain = NodeBatch::new(&graphs, &f, &labels, &device).unwrap();
+            let cached = NodeBatch::with_grams(&graphs, &f, &labels, Some((&mut kept, roots)), &device).unwrap();
+            assert_eq!(grams(&plain), grams(&cached), "roots {roots:?}");
+        }
+        assert_eq!(kept.len(), 5);
+        kept.of(&f);
+        assert_eq!(kept.len(), 5, "the same features keep their blocks");
+        kept.of(&changed);
+        assert!(kept.is_empty(), "new features drop them");
+        let (graphs, labels) = (graphs_of(&[3, 4]), vec![0; 2]);
+        let plain = NodeBatch::new(&graphs, &changed, &labels, &device).unwrap();
+        let cached = NodeBatch::with_grams(&graphs, &changed, &labels, Some((&mut kept, &[3, 4])), &device).unwrap();
+        assert_eq!(grams(&plain), grams(&cached));
+        assert_ne!(grams(&plain), grams(&NodeBatch::new(&graphs, &f, &labels, &device).unwrap()), "the change moves the Gram matrices");
+    }
+
+    /// A row cut to [`padded_sum_len`] entries sums to the bits of the whole zero-padded
+    /// row, on every instruction set's lane count, wherever its last non-zero falls
+    /// (eight-accumulator blocks, whole vectors, scalar tail).
+    #[test]
+    fn a_row_cut_after_its_last_non_zero_sums_alike() {
+        let lanes = flex_f32_lanes();
+        assert!(lanes.is_power_of_two() && lanes <= 16, "{lanes}");
+        for s in 1..=300 {
+            for k in 1..=s {
+                let len = padded_sum_len(k, s, lanes);
+                assert!((k..=s).contains(&len), "k {k}, s {s}: {len}");
+                let mut row: Vec<f32> = (0..s).map(|i| if i < k { ((i * 7919 + s) % 1013) as f32 / 97.0 - 5.0 } else { 0.0 }).collect();
+                row[k - 1] = 1.0e-3 * (s as f32);
+                let mut sums = [0f32; 2];
+                flex_sum_rows(&[&row[..], &row[..len]].concat(), &[s, len], &mut sums);
+                assert_eq!(sums[0].to_bits(), sums[1].to_bits(), "k {k}, s {s}, cut at {len}");
+            }
+        }
     }
 
     /// The squared norms summed on the host equal burn-flex's sums over the padded

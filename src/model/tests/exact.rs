@@ -2,6 +2,7 @@
 //! absolute tolerance 1e-12).
 
 use super::support::*;
+use crate::data::Features;
 use crate::data::graph::Graph;
 use crate::model::gat::GatConv;
 use crate::model::graph_tensors::{GraphTensors, Norm};
@@ -112,6 +113,39 @@ fn sparse_input_matmul_equals_dense() {
         assert_eq!((sparse.num_nodes(), sparse.dim()), (7, 11));
         assert_close(&values(sparse.matmul(w.clone())), &values(dense.matmul(w.clone())), TOL, "sparse vs dense");
     }
+}
+
+/// Xᵀ·M over the input's own non-zeros (read by column) is the dense Xᵀ·M, and the
+/// same bits as propagating M over a reversed copy of the non-zeros, on every strategy
+/// (the fused kernels' host pattern read by source; index tensors made on first use).
+#[test]
+fn sparse_input_transposed_matmul_equals_dense_and_reversed_edges() {
+    let f = sparse_features(5, 9, 13, 0.3);
+    let Features::Sparse(csr) = &f else { unreachable!("sparse_features is sparse") };
+    let m = tensor(random_values(6, 9 * 4), [9, 4], &f64_cpu());
+    let dense = NodeInput::with_layout(&f, InputLayout::Dense, f64_cpu());
+    let want = values(dense.transposed_matmul(m.clone()));
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    for r in 0..csr.rows {
+        let (idx, val) = csr.row(r);
+        rows.extend(std::iter::repeat_n(r as u32, idx.len()));
+        cols.extend_from_slice(idx);
+        vals.extend(val.iter().map(|&v| f64::from(v)));
+    }
+    let weights = crate::model::propagate::column(&vals, &f64_cpu());
+    for strategy in [Strategy::Fused, Strategy::Rows, Strategy::Elements] {
+        let sparse = NodeInput::with_layout(&f, InputLayout::Sparse, f64_cpu()).with_strategy(strategy);
+        let got = values(sparse.transposed_matmul(m.clone()));
+        assert_close(&got, &want, TOL, &format!("{strategy:?}: sparse vs dense"));
+        let reversed = Edges::new(&rows, &cols, csr.rows, csr.cols, &f64_cpu()).with_strategy(strategy);
+        assert_eq!(got, values(reversed.propagate(m.clone(), Some(&weights))), "{strategy:?}: vs reversed edges");
+    }
+    // A shifted matrix adds shift · 1(1ᵀM) to every row (the dense copy holds each
+    // entry + shift rounded to f32, hence the tolerance).
+    let shifted = Features::Shifted(crate::data::features::ShiftedMatrix { centered: csr.clone(), shift: 0.25 });
+    let got = values(NodeInput::with_layout(&shifted, InputLayout::Sparse, f64_cpu()).transposed_matmul(m.clone()));
+    let want = values(NodeInput::with_layout(&shifted, InputLayout::Dense, f64_cpu()).transposed_matmul(m));
+    assert_close(&got, &want, 1e-6, "shifted");
 }
 
 /// A GAT layer with the given parameters, on the f64 CPU device.
