@@ -154,7 +154,8 @@ impl CsrMatrix {
     pub fn select_rows(&self, nodes: &[usize]) -> CsrMatrix {
         let mut indptr = Vec::with_capacity(nodes.len() + 1);
         indptr.push(0);
-        let (mut indices, mut values) = (Vec::new(), Vec::new());
+        let nnz = nodes.iter().map(|&r| self.indptr[r + 1] - self.indptr[r]).sum();
+        let (mut indices, mut values) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
         for &r in nodes {
             let (i, v) = self.row(r);
             indices.extend_from_slice(i);
