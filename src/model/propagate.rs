@@ -236,14 +236,8 @@ impl Edges {
     /// Differentiable in `x` and in `weights`.
     pub fn propagate(&self, x: Tensor<2>, weights: Option<&Tensor<2>>) -> Tensor<2> {
         let [_, f] = x.dims();
-        if self.is_empty() {
-            return Tensor::zeros([self.num_targets, f], like(&x));
-        }
-        if let Some(pattern) = self.fused() {
-            return match weights {
-                Some(w) => spmm::spmm_weighted(x, w.clone(), pattern, false),
-                None => spmm::spmm(x, pattern, false),
-            };
+        if let Some(out) = self.empty_or_fused(&x, weights, false) {
+            return out;
         }
         let messages = self.gather_src(x);
         let messages = match weights {
@@ -256,23 +250,15 @@ impl Edges {
         };
         self.scatter_add(messages)
     }
-}
 
-impl Edges {
     /// Message passing against the edges: `out[u] = Σ_{u→v} w_uv · x[v]`, with `weights`
     /// of shape `[len, 1]` (`None` = all ones): the transposed product, `[num_sources, F]`,
     /// over the same edges (on burn-flex the same host pattern, read by source). Sums
     /// run in edge order per source, as a copy of these edges reversed would sum them.
     pub fn propagate_back(&self, x: Tensor<2>, weights: Option<&Tensor<2>>) -> Tensor<2> {
         let [_, f] = x.dims();
-        if self.is_empty() {
-            return Tensor::zeros([self.num_sources, f], like(&x));
-        }
-        if let Some(pattern) = self.fused() {
-            return match weights {
-                Some(w) => spmm::spmm_weighted(x, w.clone(), pattern, true),
-                None => spmm::spmm(x, pattern, true),
-            };
+        if let Some(out) = self.empty_or_fused(&x, weights, true) {
+            return out;
         }
         assert!(weights.is_none_or(|w| w.dims()[1] == 1), "propagate_back takes one weight per edge");
         let messages = self.gather_dst(x);
@@ -282,6 +268,20 @@ impl Edges {
         };
         let (src, _) = self.index();
         add_at(Tensor::zeros([self.num_sources, f], like(&messages)), src, messages, self.strategy)
+    }
+
+    /// A product over the edges (`transpose`: against them) where it takes no element
+    /// ops: zeros for no edges, the fused kernels on burn-flex; `None` elsewhere.
+    fn empty_or_fused(&self, x: &Tensor<2>, weights: Option<&Tensor<2>>, transpose: bool) -> Option<Tensor<2>> {
+        if self.is_empty() {
+            let rows = if transpose { self.num_sources } else { self.num_targets };
+            return Some(Tensor::zeros([rows, x.dims()[1]], like(x)));
+        }
+        let pattern = self.fused()?;
+        Some(match weights {
+            Some(w) => spmm::spmm_weighted(x.clone(), w.clone(), pattern, transpose),
+            None => spmm::spmm(x.clone(), pattern, transpose),
+        })
     }
 }
 
