@@ -265,8 +265,9 @@ struct Family {
 
 /// The runs `todo` grouped into families of runs that differ only in their attacks
 /// (same cell parameters otherwise, same seed), in `todo` order but for those that
-/// keep FedAvg's course throughout (passive attacks), which go first. A family shares the rounds before any of its attacks
-/// acts ([`crate::fed::ServerStrategy::plain_rounds`]): its first run leaves its state
+/// keep FedAvg's course throughout (passive attacks), which go first. A family shares
+/// the rounds before any of its attacks acts
+/// ([`crate::fed::ServerStrategy::plain_rounds`]): its first run leaves its state
 /// after them, the others go on from it, to the numbers they give from round 1. In the
 /// shipped matrices each defense's EC-LDA run and its passive attacks' run share rounds
 /// 1–99 of 200. The first run also leaves its round-free rounds after those: where

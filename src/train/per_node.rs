@@ -888,12 +888,12 @@ fn padded_square_norms(batch: &NodeBatch, ka: &HostGrams, kg: &HostGrams) -> Opt
         return None;
     }
     let (s, lanes) = (batch.width, flex_f32_lanes());
-    let lens: Vec<usize> = (0..batch.blocks).map(|b| padded_sum_len(batch.block_start[b + 1] - batch.block_start[b], s, lanes)).collect();
-    let mut products = vec![0f32; (0..batch.blocks).map(|b| (batch.block_start[b + 1] - batch.block_start[b]) * lens[b]).sum()];
+    let sizes = batch.block_rows();
+    let lens: Vec<usize> = sizes.iter().map(|&k| padded_sum_len(k, s, lanes)).collect();
+    let mut products = vec![0f32; sizes.iter().zip(&lens).map(|(k, len)| k * len).sum()];
     let mut row_lens = Vec::with_capacity(batch.rows);
     let mut at = 0;
-    for (b, &len) in lens.iter().enumerate() {
-        let k = batch.block_start[b + 1] - batch.block_start[b];
+    for (b, (&k, &len)) in sizes.iter().zip(&lens).enumerate() {
         let ((oa, wa), (og, wg)) = (ka.at[b], kg.at[b]);
         for i in 0..k {
             let (ra, rg) = (&ka.values[oa + i * wa..oa + i * wa + k], &kg.values[og + i * wg..og + i * wg + k]);
@@ -958,8 +958,8 @@ fn flex_f32_lanes() -> usize {
 /// copied so that a row summed here gives its bits: eight vector accumulators over
 /// blocks of eight vectors, combined pairwise, the remaining whole vectors, then the
 /// lanes (macerator's `reduce_add`) plus the scalar tail. macerator picks the same
-/// instruction set for both at run time.
-/// Rows of `row_lens` entries, one after another in `src`.
+/// instruction set for both at run time. Here over rows of `row_lens` entries, one
+/// after another in `src`.
 #[macerator::with_simd]
 fn flex_sum_rows<S: Simd>(src: &[f32], row_lens: &[usize], dst: &mut [f32]) {
     let mut at = 0;
