@@ -11,8 +11,8 @@ use crate::scenario::yaml_name;
 
 /// The first layer's X·W, forward and backward into W (no gradient into X), with the
 /// input stored dense and sparse, per output width: the measurement behind
-/// [`crate::model::InputLayout::auto`]. Cora (1.27 % non-zero), CiteSeer (0.85 %) and
-/// the synthetic default (dense).
+/// [`crate::model::InputLayout::auto`]. Cora (1.27 % non-zero), CiteSeer (0.85 %), PubMed
+/// (10.0 %, TF-IDF values) and the synthetic default (dense).
 pub fn layout(dir: Option<&Path>, backend: Backend, reps: usize) -> Result<()> {
     use crate::model::{InputLayout, NodeInput};
     let device = crate::backend::device(backend)?;
@@ -21,11 +21,11 @@ pub fn layout(dir: Option<&Path>, backend: Backend, reps: usize) -> Result<()> {
         yaml_name(&backend),
         rayon::current_num_threads()
     );
-    for name in ["cora", "citeseer", "synthetic"] {
+    for name in ["cora", "citeseer", "planetoid-pubmed", "synthetic"] {
         let ds = match registry::load(name, dir, &SyntheticConfig::default(), 0) {
             Ok(ds) => ds,
             Err(e) => {
-                println!("{name:<10} skipped: {e}");
+                println!("{name:<16} skipped: {e}");
                 continue;
             }
         };
@@ -35,7 +35,7 @@ pub fn layout(dir: Option<&Path>, backend: Backend, reps: usize) -> Result<()> {
         for width in [16, 64, 128, 256, 512] {
             let mut init = crate::model::init::Init::new(0, &device.clone().autodiff());
             let w = init.glorot([x.cols(), width], x.cols(), width).val();
-            let mut line = format!("{name:<10} {}×{} ({:.2} % non-zero) width {width:>3} |", x.rows(), x.cols(), density * 100.0);
+            let mut line = format!("{name:<16} {}×{} ({:.2} % non-zero) width {width:>3} |", x.rows(), x.cols(), density * 100.0);
             for (layout, input) in ["dense", "sparse"].iter().zip(&inputs) {
                 let t = median_ms(reps, || {
                     let grads = input.matmul(w.clone()).sum().backward();

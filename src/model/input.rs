@@ -37,23 +37,27 @@ impl InputLayout {
     ///   kernels): sparse ≈ 1.1 ns per nnz·width while the gathered `[nnz, width]` block
     ///   stays under ~8 M entries, ≈ 4.2 ns beyond (it falls out of cache), so sparse
     ///   wins below ≈ 3.6 % density for narrow products and below ≈ 0.95 % for wide ones.
-    /// * [`Strategy::Elements`] (GPUs): sparse below 1 % density, pending a measurement
-    ///   there.
+    /// * [`Strategy::Elements`] (GPUs, through burn-wgpu's matmul without autotune):
+    ///   measured on an H200 (`bench layout --backend wgpu`, 2026-11-28), the dense
+    ///   product costs ≈ 0.4–2 ns per entry of X *whatever the width* up to 512 (Cora
+    ///   2.2–9.3 ms, PubMed 7.8–9.1 ms), the sparse one ≈ 0.03–0.045 ns per nnz·width
+    ///   (PubMed at 10 % density: 1.1 ms at width 16, 13.7 ms at 512). Sparse therefore
+    ///   wins while density × width < ≈ 27: at every width tried on Cora and CiteSeer,
+    ///   up to width 256 on PubMed.
     pub fn for_strategy(features: &Features, width: usize, strategy: Strategy) -> InputLayout {
-        const DENSE_NS: f64 = 0.04;
         let entries = features.rows() * features.cols();
         let nnz = features.stored();
         if entries == 0 {
             return InputLayout::Dense;
         }
-        let sparse_ns = match strategy {
-            Strategy::Fused => 0.3,
-            Strategy::Rows if nnz.saturating_mul(width) <= 8 << 20 => 1.1,
-            Strategy::Rows => 4.2,
-            // Breaks even at 1 % density.
-            Strategy::Elements => DENSE_NS / 0.01,
+        // (sparse ns per nnz, dense ns per entry of X)
+        let (sparse_ns, dense_ns) = match strategy {
+            Strategy::Fused => (0.3, 0.04),
+            Strategy::Rows if nnz.saturating_mul(width) <= 8 << 20 => (1.1, 0.04),
+            Strategy::Rows => (4.2, 0.04),
+            Strategy::Elements => (0.03 * width as f64, 0.8),
         };
-        if (nnz as f64) * sparse_ns < DENSE_NS * entries as f64 { InputLayout::Sparse } else { InputLayout::Dense }
+        if (nnz as f64) * sparse_ns < dense_ns * entries as f64 { InputLayout::Sparse } else { InputLayout::Dense }
     }
 }
 

@@ -297,9 +297,16 @@ fn auto_layout_follows_density_and_width() {
     assert_eq!(InputLayout::for_strategy(&cora_like, 512, Strategy::Rows), InputLayout::Dense);
     // CiteSeer-like (0.86 %): sparse at every width for the row ops too.
     assert_eq!(InputLayout::for_strategy(&sparse_features(9, 3000, 3700, 0.0086), 512, Strategy::Rows), InputLayout::Sparse);
-    // GPUs: sparse below 1 %.
-    assert_eq!(InputLayout::for_strategy(&cora_like, 16, Strategy::Elements), InputLayout::Dense);
-    assert_eq!(InputLayout::for_strategy(&sparse_features(9, 3000, 3700, 0.0086), 16, Strategy::Elements), InputLayout::Sparse);
+    // GPUs, where the dense product costs about the same at any width up to 512 (an H200):
+    // sparse while density × width stays below ≈ 27.
+    for width in [16, 512] {
+        assert_eq!(InputLayout::for_strategy(&cora_like, width, Strategy::Elements), InputLayout::Sparse, "width {width}");
+    }
+    let pubmed_like = sparse_features(9, 2000, 500, 0.10);
+    assert_eq!(InputLayout::for_strategy(&pubmed_like, 16, Strategy::Elements), InputLayout::Sparse);
+    assert_eq!(InputLayout::for_strategy(&pubmed_like, 256, Strategy::Elements), InputLayout::Sparse);
+    assert_eq!(InputLayout::for_strategy(&pubmed_like, 512, Strategy::Elements), InputLayout::Dense);
+    assert_eq!(InputLayout::for_strategy(&sparse_features(9, 300, 400, 1.0), 64, Strategy::Elements), InputLayout::Dense);
 }
 
 #[test]
