@@ -4,7 +4,9 @@
 #   2. wgpu epochs on Cora and PubMed, the base binary against this one (paired),
 #   3. `bench train --backend wgpu` against PyG-CUDA on the same GPU (the table of
 #      docs/performance.md),
-#   4. every shipped scenario on wgpu: exit code, wall seconds, final metrics (compare
+#   4. `bench layout --backend wgpu`: dense against sparse first-layer input, the
+#      measurement behind `InputLayout::for_strategy`'s GPU rule,
+#   5. every shipped scenario on wgpu: exit code, wall seconds, final metrics (compare
 #      with the same scenario on the CPU).
 # Usage, from the repository root: bench/wgpu_check.sh [OUT_DIR]
 #   FGL_SIM        the binary to check (default $CARGO_TARGET_DIR or target, release/fgl-sim)
@@ -42,6 +44,9 @@ fi
 
 step "wgpu against PyG-CUDA"
 timeout 600 "$B" bench train --backend wgpu --epochs 10 --rounds 2 --compare-pyg "$PY" --pyg-device cuda
+
+step "input layouts on wgpu (the GPU rule of InputLayout::for_strategy)"
+timeout 300 "$B" bench layout --backend wgpu
 
 step "shipped scenarios on wgpu (EC-LDA's: 20 rounds)"
 for f in scenarios/*.yaml; do
