@@ -5,7 +5,11 @@
 //!    every node's adjacency row through Warner RR (ε_a, edge LDP; [`super::edge_ldp`]);
 //! 2. feature smoothing, before training: l_x = `kx` rounds of LPGNN's KProp (symmetric
 //!    normalisation, as the released code's cached `x_prop`) over the *reported* graph A';
-//!    the smoothed features are the client's features from then on;
+//!    the smoothed features are the client's features from then on (`smoothing: host`,
+//!    the default); `smoothing: first-layer` computes the same function as KProp(X·W) in
+//!    the first layer over the same graph (KProp is linear), so the perturbed features
+//!    stay sparse and no dense product is left — faster, not bit for bit the same
+//!    numbers (floats summed in another order);
 //! 3. label smoothing l_y: LPGNN's Drop loss with Ky = l_y (labels are not private here,
 //!    so its transition matrix is the identity); its smoothed targets are fixed on A', its
 //!    smoothed predictions follow the graph the model is trained on;
@@ -96,6 +100,9 @@ pub struct SolitudeConfig {
     /// Feature smoothing l_x: KProp rounds over the reported graph, before training.
     #[serde(default = "kx")]
     pub kx: usize,
+    /// Where l_x runs (see the module docs).
+    #[serde(default)]
+    pub smoothing: Smoothing,
     /// Label smoothing l_y: KProp rounds of the Drop loss.
     #[serde(default = "ky")]
     pub ky: usize,
@@ -122,6 +129,19 @@ pub struct SolitudeConfig {
     pub max_edges: usize,
 }
 
+/// Where Solitude's feature smoothing l_x runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Smoothing {
+    /// Once on the host, before training (the released code's cached `x_prop`): the
+    /// model reads dense smoothed features, and every epoch multiplies them densely.
+    #[default]
+    Host,
+    /// In the first layer, over the reported graph: KProp(X₀·W) on the sparse perturbed
+    /// features (the same function; sums in another order, so ≈ 1e-6 apart).
+    FirstLayer,
+}
+
 impl super::DefenseConfig for SolitudeConfig {
     fn cost(&self, run: &super::RunSize) -> super::CostHint {
         // Calibration learns a weight per reported edge: the reported graph of ε_a-edge
@@ -132,7 +152,8 @@ impl super::DefenseConfig for SolitudeConfig {
         // one thread: ε_x = ε_a = 8 17.5 s, = 1 36.0 s; plain 3.4 s).
         let fake = run.clients * (run.nodes / run.clients).powi(2) / (1.0 + self.epsilon_a.value().exp());
         let extra_arcs = 2.0 * fake;
-        super::CostHint { factor: 1.1, seconds_per_epoch: (2.0 * run.edges + fake) * 9.4e-7, dense_features: true, extra_arcs, ..Default::default() }
+        let dense_features = self.kx > 0 && self.smoothing == Smoothing::Host;
+        super::CostHint { factor: 1.1, seconds_per_epoch: (2.0 * run.edges + fake) * 9.4e-7, dense_features, extra_arcs, ..Default::default() }
     }
 
     fn build(&self, name: &str, client: &ClientContext) -> Result<Defense> {
@@ -276,8 +297,12 @@ impl DataTransform for Solitude {
         self.features.perturb(data, rng)?;
         let perturbed = self.edges.perturb(data, rng)?;
         // Smoothed once over the reported graph, as the released code's cached x_prop.
-        if self.cfg.kx > 0 {
-            data.features = Features::Dense(smooth_features(&data.graph, &data.features.to_dense(), self.cfg.kx));
+        match self.cfg.smoothing {
+            Smoothing::Host if self.cfg.kx > 0 => {
+                data.features = Features::Dense(smooth_features(&data.graph, &data.features.to_dense(), self.cfg.kx));
+            }
+            Smoothing::Host => {}
+            Smoothing::FirstLayer => data.feature_kprop += self.cfg.kx,
         }
         let mut cost = self.edges.cost(perturbed.as_ref());
         let fake = match &perturbed {
@@ -483,5 +508,51 @@ mod tests {
         // Calibration has an A^c for the client, one weight per arc, none fake.
         let a = state.adjacency.lock().unwrap().clone().expect("an adjacency");
         assert_eq!((a.weights.len(), a.mean_weight(Some(true)), a.removed()), (6, 0.0, (0, 0)));
+    }
+
+    /// `smoothing: first-layer` leaves the features as reported (sparse stays sparse) and
+    /// hands the KProp rounds to the client's tensors, over the reported graph: their X·W
+    /// is the host-smoothed features' X·W up to float rounding, whatever graph the model
+    /// later trains on (the input carries its own). Seen failing with the rounds left to
+    /// the model (`input_kprop`), which propagated over the training graph.
+    #[test]
+    fn first_layer_smoothing_is_host_smoothing_after_the_product() {
+        use crate::data::Role;
+        use crate::data::features::CsrMatrix;
+        use crate::model::NodeInput;
+        use burn::tensor::Device;
+        let state = |smoothing: &str| {
+            let cfg: SolitudeConfig = serde_norway::from_str(&format!("{{epsilon_x: .inf, epsilon_a: .inf, kx: 3, smoothing: {smoothing}}}")).unwrap();
+            Solitude {
+                cfg: cfg.clone(),
+                features: PerturbFeatures::new("s", &LdpFeaturesConfig { epsilon: cfg.epsilon_x, mechanism: Mechanism::MultiBit, features: FeatureSource::Raw, range: default_range(), delta: 1e-5, m: None }).unwrap(),
+                edges: PerturbEdges::new("s", &EdgeLdpConfig { epsilon: cfg.epsilon_a, symmetrize: Symmetrize::None, max_edges: 1000 }, 0).unwrap(),
+                client: 0,
+                adjacency: Mutex::new(None),
+            }
+        };
+        let (graph, _) = Graph::from_edges(5, [(0, 1), (1, 2), (2, 3), (0, 3), (3, 4)], "t").unwrap();
+        let x = CsrMatrix::canonical(5, 4, vec![0, 2, 3, 3, 5, 6], vec![0, 3, 1, 0, 2, 3], vec![1.0, 0.5, 2.0, -1.0, 3.0, 0.25]);
+        let data = |smoothing: &str| {
+            let mut d = LocalData { graph: graph.clone(), features: Features::Sparse(x.clone()), labels: vec![Some(0); 5], roles: vec![Role::Train; 5], classes: 2, label_transition: None, feature_kprop: 0, link: None };
+            state(smoothing).apply(&mut d, &mut crate::rng::derive(1, "t", &[])).unwrap();
+            d
+        };
+        let (host, first) = (data("host"), data("first-layer"));
+        assert!(matches!(host.features, Features::Dense(_)) && host.feature_kprop == 0);
+        assert!(matches!(first.features, Features::Sparse(_)) && first.feature_kprop == 3, "features as reported, the rounds handed on");
+        let device = Device::flex();
+        let w = Tensor::<2>::from_data(TensorData::new(vec![0.3f32, -1.0, 0.7, 2.0, 0.1, -0.4, 1.5, 0.2], [4, 2]), &device);
+        let product = |d: &LocalData| {
+            let t = ClientTensors::new(d, 2, &device).unwrap();
+            assert_eq!(t.input_kprop, 0, "no rounds left to the model's graph");
+            if d.feature_kprop > 0 {
+                assert!(matches!(t.input, NodeInput::Smoothed { steps: 3, .. }));
+            }
+            t.input.matmul(w.clone()).into_data().convert::<f32>().try_to_vec::<f32>().unwrap()
+        };
+        let (a, b) = (product(&host), product(&first));
+        assert!(a.iter().any(|&v| v.abs() > 0.1));
+        assert!(a.iter().zip(&b).all(|(p, q)| (p - q).abs() <= 1e-5 * (1.0 + p.abs())), "{a:?} vs {b:?}");
     }
 }

@@ -8,6 +8,7 @@
 
 use burn::tensor::{Tensor, TensorCreationOptions, TensorData};
 
+use super::graph_tensors::GraphTensors;
 use super::propagate::{Edges, Strategy, column};
 use crate::data::features::Features;
 
@@ -81,6 +82,16 @@ pub enum NodeInput {
     /// `[N, d]`.
     Dense(Tensor<2>),
     Sparse(SparseInput),
+    /// `steps` KProp rounds over `graph` of `base`: a defense's feature smoothing over a
+    /// graph fixed when the client's tensors are built (LPGNN's KProp_x over the client's
+    /// graph, Solitude's l_x over the reported graph while the model trains on a learned
+    /// one). X·W is computed as KProp(X₀·W) (KProp is linear), so X₀ keeps its sparse
+    /// layout and the product stays O(nnz·width) plus the propagations.
+    Smoothed {
+        base: Box<NodeInput>,
+        graph: Box<GraphTensors>,
+        steps: usize,
+    },
 }
 
 impl NodeInput {
@@ -138,6 +149,9 @@ impl NodeInput {
     pub fn with_strategy(self, strategy: Strategy) -> NodeInput {
         match self {
             NodeInput::Sparse(s) => NodeInput::Sparse(SparseInput { nonzeros: s.nonzeros.with_strategy(strategy), ..s }),
+            NodeInput::Smoothed { base, graph, steps } => {
+                NodeInput::Smoothed { base: Box::new(base.with_strategy(strategy)), graph, steps }
+            }
             dense => dense,
         }
     }
@@ -147,6 +161,7 @@ impl NodeInput {
         match self {
             NodeInput::Dense(x) => x.dims()[0],
             NodeInput::Sparse(s) => s.nonzeros.num_targets(),
+            NodeInput::Smoothed { base, .. } => base.num_nodes(),
         }
     }
 
@@ -155,6 +170,7 @@ impl NodeInput {
         match self {
             NodeInput::Dense(x) => x.dims()[1],
             NodeInput::Sparse(s) => s.cols,
+            NodeInput::Smoothed { base, .. } => base.dim(),
         }
     }
 
@@ -171,6 +187,7 @@ impl NodeInput {
                 let offset = w.clone().sum_dim(0).mul_scalar(s.shift);
                 s.nonzeros.propagate(w, s.values.as_ref()) + offset
             }
+            NodeInput::Smoothed { base, graph, steps } => super::kprop::kprop(base.matmul(w), graph, *steps),
         }
     }
 
@@ -186,6 +203,8 @@ impl NodeInput {
                 let offset = m.clone().sum_dim(0).mul_scalar(s.shift);
                 s.nonzeros.propagate_back(m, s.values.as_ref()) + offset
             }
+            // DP-GNN, the one caller, refuses smoothed features (`feature_kprop`).
+            NodeInput::Smoothed { .. } => unreachable!("Xᵀ·M of smoothed features: DP-GNN refuses feature KProp"),
         }
     }
 }

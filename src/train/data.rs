@@ -173,7 +173,9 @@ pub struct ClientTensors {
     pub val: NodeSet,
     pub test: NodeSet,
     pub classes: usize,
-    /// [`LocalData::feature_kprop`].
+    /// KProp rounds left to the model's first layer on top of its own: 0 from
+    /// [`ClientTensors::new`], whose input carries [`LocalData::feature_kprop`]
+    /// ([`NodeInput::Smoothed`]).
     pub input_kprop: usize,
     /// P[y][y] of the labels as held (1 for clean labels; the randomized-response keep
     /// probability): the highest accuracy the held labels allow, which LPGNN's model
@@ -209,14 +211,21 @@ impl ClientTensors {
                 (train, rows(&s.val), rows(&s.test), Some(link))
             }
         };
+        let graph = GraphTensors::new(&data.graph, device)?;
+        let mut input = NodeInput::from_features(&data.features, first_width, device);
+        // A defense's feature smoothing runs over this graph, whatever graph the model
+        // trains on later (Solitude's learned adjacency): it goes with the input.
+        if data.feature_kprop > 0 {
+            input = NodeInput::Smoothed { base: Box::new(input), graph: Box::new(graph.clone()), steps: data.feature_kprop };
+        }
         Ok(ClientTensors {
-            graph: GraphTensors::new(&data.graph, device)?,
-            input: NodeInput::from_features(&data.features, first_width, device),
+            graph,
+            input,
             train,
             val,
             test,
             classes: data.classes,
-            input_kprop: data.feature_kprop,
+            input_kprop: 0,
             label_keep: data.label_transition.as_ref().map_or(1.0, |p| p[0]),
             link,
         })

@@ -418,7 +418,7 @@ impl NodeBatch {
             }
             _ => match NodeInput::with_layout(&selected, InputLayout::Dense, options) {
                 NodeInput::Dense(x) => BatchFeatures::Dense(x),
-                NodeInput::Sparse(_) => unreachable!("the dense layout gives a dense input"),
+                NodeInput::Sparse(_) | NodeInput::Smoothed { .. } => unreachable!("the dense layout gives a dense input"),
             },
         };
         let block_start: Vec<usize> = std::iter::once(0)
