@@ -355,6 +355,17 @@ impl ServerStrategy for Prober {
                 let probs = burn::tensor::activation::softmax(out.logits, 1).into_data().convert::<f32>().try_into_vec::<f32>().unwrap();
                 let c = answer.len();
                 assert_eq!(answer, probs[n * c..(n + 1) * c].to_vec(), "oracle vs whole graph");
+                // A client's KProp_x (LPGNN) smooths the features the server queries with
+                // over the queried graph, as the client's defense smooths its own.
+                let logits = |x: &Features, kprop| {
+                    let out = server.forward(self.first_global.as_ref().unwrap(), &g, x, kprop).unwrap();
+                    out.logits.into_data().convert::<f32>().try_into_vec::<f32>().unwrap()
+                };
+                let host = Features::Dense(fgl_sim::defenses::solitude::smooth_features(&g, &x.to_dense(), 2));
+                let (smoothed, reference, raw) = (logits(&x, 2), logits(&host, 0), logits(&x, 0));
+                let gap = |a: &[f32], b: &[f32]| a.iter().zip(b).map(|(p, q)| (p - q).abs()).fold(0f32, f32::max);
+                assert!(gap(&smoothed, &reference) < 1e-4, "smoothed in the model vs on the host: {}", gap(&smoothed, &reference));
+                assert!(gap(&raw, &reference) > 1e-3, "the smoothing changes the logits");
             }
             assert!(oracle.query(2, &Injection { links: vec![(0, n)], ..injection }).is_err());
         }

@@ -182,22 +182,7 @@ impl super::DefenseConfig for SolitudeConfig {
                 format!("{} is not allowed; allowed 1..=1000 steps per epoch (the released code takes 2)", self.adjacency_steps),
             ));
         }
-        let features = LdpFeaturesConfig {
-            epsilon: self.epsilon_x,
-            mechanism: Mechanism::MultiBit,
-            features: FeatureSource::Raw,
-            range: default_range(),
-            delta: crate::privacy::gaussian::DEFAULT_DELTA,
-            m: None,
-        };
-        let edges = EdgeLdpConfig { epsilon: self.epsilon_a, symmetrize: self.symmetrize, max_edges: self.max_edges };
-        let state = Arc::new(Solitude {
-            cfg: self.clone(),
-            features: PerturbFeatures::new(name, &features)?,
-            edges: PerturbEdges::new(name, &edges, client.client)?,
-            client: client.client,
-            adjacency: Mutex::new(None),
-        });
+        let state = Arc::new(Solitude::new(name, self, client.client)?);
         let d = Defense::new(name).with_data(state.clone()).with_loss(DropTransform { ky: self.ky, forward_correction: true });
         Ok(if self.calibrate { d.with_trainer(Calibration(state.clone())).with_state(state) } else { d })
     }
@@ -290,6 +275,29 @@ pub fn smooth_features(graph: &Graph, x: &DenseMatrix, steps: usize) -> DenseMat
         cur = next;
     }
     DenseMatrix { rows: n, cols: f, data: cur }
+}
+
+impl Solitude {
+    /// Client `client`'s state: the multi-bit feature mechanism at ε_x, the edge
+    /// mechanism at ε_a, no adjacency until the data is perturbed.
+    fn new(name: &str, cfg: &SolitudeConfig, client: usize) -> Result<Solitude> {
+        let features = LdpFeaturesConfig {
+            epsilon: cfg.epsilon_x,
+            mechanism: Mechanism::MultiBit,
+            features: FeatureSource::Raw,
+            range: default_range(),
+            delta: crate::privacy::gaussian::DEFAULT_DELTA,
+            m: None,
+        };
+        let edges = EdgeLdpConfig { epsilon: cfg.epsilon_a, symmetrize: cfg.symmetrize, max_edges: cfg.max_edges };
+        Ok(Solitude {
+            cfg: cfg.clone(),
+            features: PerturbFeatures::new(name, &features)?,
+            edges: PerturbEdges::new(name, &edges, client)?,
+            client,
+            adjacency: Mutex::new(None),
+        })
+    }
 }
 
 impl DataTransform for Solitude {
@@ -393,7 +401,7 @@ impl LocalTrainer for Calibration {
                 let tensors = ClientTensors { graph: base.with_edge_weights(w.clone()), ..d.clone() };
                 // No dropout: the adjacency follows the model's deterministic prediction
                 // (the released code's model is in evaluation mode there).
-                let out = model.forward_from(&tensors.input, Some(first.clone()), &tensors.graph, tensors.input_kprop, None);
+                let out = model.forward_from(&tensors.input, Some(first.clone()), &tensors.graph, None);
                 let grads = loss.loss(&out, &tensors)?.backward();
                 let grad: Vec<f32> = w.grad(&grads)?.into_data().convert::<f32>().try_to_vec::<f32>().ok()?;
                 adjacency.step(&grad, c);
@@ -485,13 +493,7 @@ mod tests {
     fn features_are_smoothed_once_over_the_reported_graph() {
         use crate::data::Role;
         let cfg: SolitudeConfig = serde_norway::from_str("{epsilon_x: .inf, epsilon_a: .inf, kx: 2}").unwrap();
-        let state = Solitude {
-            cfg: cfg.clone(),
-            features: PerturbFeatures::new("s", &LdpFeaturesConfig { epsilon: cfg.epsilon_x, mechanism: Mechanism::MultiBit, features: FeatureSource::Raw, range: default_range(), delta: 1e-5, m: None }).unwrap(),
-            edges: PerturbEdges::new("s", &EdgeLdpConfig { epsilon: cfg.epsilon_a, symmetrize: Symmetrize::None, max_edges: 1000 }, 0).unwrap(),
-            client: 0,
-            adjacency: Mutex::new(None),
-        };
+        let state = Solitude::new("s", &cfg, 0).unwrap();
         let (graph, _) = Graph::from_edges(4, [(0, 1), (1, 2), (2, 3)], "t").unwrap();
         let x = DenseMatrix { rows: 4, cols: 2, data: vec![1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0] };
         let mut data = LocalData { graph: graph.clone(), features: Features::Dense(x.clone()), labels: vec![Some(0); 4], roles: vec![Role::Train; 4], classes: 2, label_transition: None, feature_kprop: 0, link: None };
@@ -514,7 +516,7 @@ mod tests {
     /// hands the KProp rounds to the client's tensors, over the reported graph: their X·W
     /// is the host-smoothed features' X·W up to float rounding, whatever graph the model
     /// later trains on (the input carries its own). Seen failing with the rounds left to
-    /// the model (`input_kprop`), which propagated over the training graph.
+    /// the model, which propagated over the training graph.
     #[test]
     fn first_layer_smoothing_is_host_smoothing_after_the_product() {
         use crate::data::Role;
@@ -523,13 +525,7 @@ mod tests {
         use burn::tensor::Device;
         let state = |smoothing: &str| {
             let cfg: SolitudeConfig = serde_norway::from_str(&format!("{{epsilon_x: .inf, epsilon_a: .inf, kx: 3, smoothing: {smoothing}}}")).unwrap();
-            Solitude {
-                cfg: cfg.clone(),
-                features: PerturbFeatures::new("s", &LdpFeaturesConfig { epsilon: cfg.epsilon_x, mechanism: Mechanism::MultiBit, features: FeatureSource::Raw, range: default_range(), delta: 1e-5, m: None }).unwrap(),
-                edges: PerturbEdges::new("s", &EdgeLdpConfig { epsilon: cfg.epsilon_a, symmetrize: Symmetrize::None, max_edges: 1000 }, 0).unwrap(),
-                client: 0,
-                adjacency: Mutex::new(None),
-            }
+            Solitude::new("s", &cfg, 0).unwrap()
         };
         let (graph, _) = Graph::from_edges(5, [(0, 1), (1, 2), (2, 3), (0, 3), (3, 4)], "t").unwrap();
         let x = CsrMatrix::canonical(5, 4, vec![0, 2, 3, 3, 5, 6], vec![0, 3, 1, 0, 2, 3], vec![1.0, 0.5, 2.0, -1.0, 3.0, 0.25]);
@@ -545,7 +541,6 @@ mod tests {
         let w = Tensor::<2>::from_data(TensorData::new(vec![0.3f32, -1.0, 0.7, 2.0, 0.1, -0.4, 1.5, 0.2], [4, 2]), &device);
         let product = |d: &LocalData| {
             let t = ClientTensors::new(d, 2, &device).unwrap();
-            assert_eq!(t.input_kprop, 0, "no rounds left to the model's graph");
             if d.feature_kprop > 0 {
                 assert!(matches!(t.input, NodeInput::Smoothed { steps: 3, .. }));
             }

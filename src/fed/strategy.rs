@@ -136,11 +136,14 @@ impl ServerContext {
 
     /// Evaluation forward pass (no dropout) of the model `params` on a graph the server
     /// built itself. `features` must have `in_dim` columns and one row per node;
-    /// `input_kprop` KProp rounds are applied to them on top of the model's own (a
-    /// client's graph queried under LPGNN's KProp_x).
-    pub fn forward(&self, params: &ModelParams, graph: &Graph, features: &Features, input_kprop: usize) -> Result<Output> {
-        let (g, x) = self.inputs(graph, features)?;
-        Ok(self.model(params).forward_with(&x, &g, input_kprop, None))
+    /// `feature_kprop` KProp rounds smooth them over `graph` first, as a client's
+    /// defense does (a client's graph queried under LPGNN's KProp_x).
+    pub fn forward(&self, params: &ModelParams, graph: &Graph, features: &Features, feature_kprop: usize) -> Result<Output> {
+        let (g, mut x) = self.inputs(graph, features)?;
+        if feature_kprop > 0 {
+            x = NodeInput::Smoothed { base: Box::new(x), graph: Box::new(g.clone()), steps: feature_kprop };
+        }
+        Ok(self.model(params).forward_with(&x, &g, None))
     }
 
     /// A graph the server built and its features on the device, their shapes checked.
@@ -170,7 +173,7 @@ impl ServerContext {
             .ok_or_else(|| {
                 crate::error::Error::Other(format!("server forward pass: pairs must name nodes of the {}-node graph", graph.num_nodes()))
             })?;
-        Ok(self.model(params).forward_pairs(&x, None, &g, 0, None, &pairs))
+        Ok(self.model(params).forward_pairs(&x, None, &g, None, &pairs))
     }
 }
 

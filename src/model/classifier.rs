@@ -195,20 +195,19 @@ impl NodeClassifier {
 
     /// Evaluation forward pass (no dropout).
     pub fn forward(&self, input: &NodeInput, graph: &GraphTensors) -> Output {
-        self.forward_with(input, graph, 0, None)
+        self.forward_with(input, graph, None)
     }
 
     /// Training forward pass: dropout masks drawn from `rng` (derive it from seed,
     /// client and round so that runs repeat exactly).
     pub fn forward_train(&self, input: &NodeInput, graph: &GraphTensors, rng: &mut Rng) -> Output {
-        self.forward_with(input, graph, 0, Some(rng))
+        self.forward_with(input, graph, Some(rng))
     }
 
-    /// Forward pass on an input whose holder asked for `input_kprop` more KProp rounds
-    /// on its features (a client-side defense such as LPGNN's KProp_x), on top of the
-    /// model's own `kprop_steps`; training mode (dropout) when `rng` is given.
-    pub fn forward_with(&self, input: &NodeInput, graph: &GraphTensors, input_kprop: usize, rng: Option<&mut Rng>) -> Output {
-        self.forward_from(input, None, graph, input_kprop, rng)
+    /// Forward pass, in training mode (dropout) when `rng` is given. A defense's feature
+    /// smoothing (LPGNN's KProp_x) travels with the input ([`NodeInput::Smoothed`]).
+    pub fn forward_with(&self, input: &NodeInput, graph: &GraphTensors, rng: Option<&mut Rng>) -> Output {
+        self.forward_from(input, None, graph, rng)
     }
 
     /// The first layer's linear part X·W under these weights, before any propagation.
@@ -220,9 +219,9 @@ impl NodeClassifier {
     }
 
     /// [`forward_with`](Self::forward_with) given `first` = [`first_product`](Self::first_product)
-    /// of `x` under these weights (`None`: computed here), over `g` with `kprop` more input KProp rounds.
-    pub fn forward_from(&self, x: &NodeInput, first: Option<Tensor<2>>, g: &GraphTensors, kprop: usize, rng: Option<&mut Rng>) -> Output {
-        self.readout(self.embed(x, first, g, kprop, rng))
+    /// of `x` under these weights (`None`: computed here), over `g`.
+    pub fn forward_from(&self, x: &NodeInput, first: Option<Tensor<2>>, g: &GraphTensors, rng: Option<&mut Rng>) -> Output {
+        self.readout(self.embed(x, first, g, rng))
     }
 
     /// Link prediction: one row per pair `(u, v)`: the product h_u ⊙ h_v of the
@@ -234,11 +233,10 @@ impl NodeClassifier {
         input: &NodeInput,
         first: Option<Tensor<2>>,
         graph: &GraphTensors,
-        input_kprop: usize,
         rng: Option<&mut Rng>,
         pairs: &Pairs,
     ) -> Output {
-        let x = self.embed(input, first, graph, input_kprop, rng);
+        let x = self.embed(input, first, graph, rng);
         let (u, v) = pairs;
         let pair = select_rows(x.clone(), u) * select_rows(x, v);
         match &self.pair_fc {
@@ -256,14 +254,7 @@ impl NodeClassifier {
     }
 
     /// The GNN layers' output for every node: what the head reads.
-    fn embed(
-        &self,
-        input: &NodeInput,
-        mut first: Option<Tensor<2>>,
-        graph: &GraphTensors,
-        input_kprop: usize,
-        mut rng: Option<&mut Rng>,
-    ) -> Tensor<2> {
+    fn embed(&self, input: &NodeInput, mut first: Option<Tensor<2>>, graph: &GraphTensors, mut rng: Option<&mut Rng>) -> Tensor<2> {
         assert_eq!(input.num_nodes(), graph.num_nodes(), "input has {} rows for a graph of {} nodes", input.num_nodes(), graph.num_nodes());
         let depth = self.convs.len();
         let mut x = None;
@@ -273,7 +264,7 @@ impl NodeClassifier {
                 Some(prev) => conv.transform(&NodeInput::Dense(prev)),
             };
             if i == 0 {
-                h = conv.kprop(h, graph, self.kprop_steps + input_kprop);
+                h = conv.kprop(h, graph, self.kprop_steps);
             }
             let mut out = conv.aggregate(h, graph, rng.as_deref_mut());
             if i + 1 < depth || self.head.is_some() {

@@ -173,10 +173,6 @@ pub struct ClientTensors {
     pub val: NodeSet,
     pub test: NodeSet,
     pub classes: usize,
-    /// KProp rounds left to the model's first layer on top of its own: 0 from
-    /// [`ClientTensors::new`], whose input carries [`LocalData::feature_kprop`]
-    /// ([`NodeInput::Smoothed`]).
-    pub input_kprop: usize,
     /// P[y][y] of the labels as held (1 for clean labels; the randomized-response keep
     /// probability): the highest accuracy the held labels allow, which LPGNN's model
     /// selection caps train and validation accuracy by.
@@ -225,7 +221,6 @@ impl ClientTensors {
             val,
             test,
             classes: data.classes,
-            input_kprop: 0,
             label_keep: data.label_transition.as_ref().map_or(1.0, |p| p[0]),
             link,
         })

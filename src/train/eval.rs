@@ -45,7 +45,7 @@ pub fn evaluate_set(logits: &Tensor<2>, set: &NodeSet) -> Eval {
 
 /// Evaluation forward pass (no dropout, no autodiff graph).
 pub fn forward_eval(model: &NodeClassifier, data: &ClientTensors) -> Output {
-    model.valid().forward_with(&data.input, &data.graph, data.input_kprop, None)
+    model.valid().forward_with(&data.input, &data.graph, None)
 }
 
 /// The evaluation forward pass whose rows `role`'s set indexes: the nodes', or in link
@@ -65,8 +65,8 @@ pub fn forward_eval_from(model: &NodeClassifier, data: &ClientTensors, role: Rol
         _ => None,
     });
     match pairs {
-        Some((p, graph)) => model.valid().forward_pairs(&data.input, first, graph, data.input_kprop, None, p),
-        None => model.valid().forward_from(&data.input, first, &data.graph, data.input_kprop, None),
+        Some((p, graph)) => model.valid().forward_pairs(&data.input, first, graph, None, p),
+        None => model.valid().forward_from(&data.input, first, &data.graph, None),
     }
 }
 
@@ -76,10 +76,10 @@ pub fn forward_eval_from(model: &NodeClassifier, data: &ClientTensors, role: Rol
 /// of `data.input`, when already computed.
 pub fn forward_train(model: &NodeClassifier, data: &ClientTensors, first: Option<Tensor<2>>, rng: &mut Rng) -> Option<Output> {
     match &data.link {
-        None => Some(model.forward_from(&data.input, first, &data.graph, data.input_kprop, Some(rng))),
+        None => Some(model.forward_from(&data.input, first, &data.graph, Some(rng))),
         Some(l) => {
             let pairs = l.train_pairs(rng)?;
-            Some(model.forward_pairs(&data.input, first, &data.graph, data.input_kprop, Some(rng), &pairs))
+            Some(model.forward_pairs(&data.input, first, &data.graph, Some(rng), &pairs))
         }
     }
 }

@@ -619,7 +619,6 @@ impl NodeBatch {
             val: empty.clone(),
             test: empty.clone(),
             classes,
-            input_kprop: 0,
             label_keep,
             link: None,
         }

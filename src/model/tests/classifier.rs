@@ -253,20 +253,22 @@ fn large_matmuls_are_bit_identical_across_thread_counts() {
 }
 
 /// The trainer computes the first layer's X·W once between two steps and shares it
-/// (`first_product`, `forward_from`): in training mode (dropout on, KProp rounds) and in
-/// evaluation, the shared product gives the same logits and first-layer gradients, bit
-/// for bit, as the forward that multiplies itself — which holds only while nothing
-/// (input dropout, say) touches X before the first product.
+/// (`first_product`, `forward_from`): in training mode (dropout on, KProp rounds, the
+/// input smoothed as a defense's KProp_x leaves it) and in evaluation, the shared product
+/// gives the same logits and first-layer gradients, bit for bit, as the forward that
+/// multiplies itself — which holds only while nothing (input dropout, say) touches X
+/// before the first product.
 #[test]
 fn a_shared_first_product_changes_no_logit_or_gradient() {
     let device = cpu().autodiff();
     let (g, x) = setup(TensorCreationOptions::new(device.clone()));
+    let x = NodeInput::Smoothed { base: Box::new(x), graph: Box::new(g.clone()), steps: 1 };
     for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
         let c = ModelConfig { arch, head: true, heads: 2, dropout: 0.5, attention_dropout: 0.3, kprop_steps: 2, ..ModelConfig::default() };
         let run = |shared: bool| {
             let m = c.init(10, 3, 7, &device).unwrap();
             let first = shared.then(|| m.first_product(&x));
-            let out = m.forward_from(&x, first, &g, 1, Some(&mut rng::derive(3, "dropout", &[])));
+            let out = m.forward_from(&x, first, &g, Some(&mut rng::derive(3, "dropout", &[])));
             let logits = bits(out.logits.clone());
             let grads = loss(out.logits).backward();
             let w = match &m.convs[0] {
@@ -279,7 +281,7 @@ fn a_shared_first_product_changes_no_logit_or_gradient() {
         assert_eq!(run(true), run(false), "{arch:?}: training forward and gradients");
         let m = c.init(10, 3, 7, &device).unwrap();
         let first = m.first_product(&x).detach().without_autodiff();
-        let shared = m.valid().forward_from(&x, Some(first), &g, 0, None).logits;
+        let shared = m.valid().forward_from(&x, Some(first), &g, None).logits;
         assert_eq!(bits(shared), bits(m.valid().forward(&x, &g).logits), "{arch:?}: evaluation");
     }
 }
