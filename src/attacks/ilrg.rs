@@ -17,11 +17,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::AttackRounds;
+use super::{AttackRounds, PassiveAttack};
 use super::gradient::{GradientSource, HEAD_BIAS, HEAD_WEIGHT};
 use crate::error::{Error, Result};
 use crate::fed::{
-    AttackOutput, ClientUpdate, FederationConfig, RoundContext, ServerContext, ServerStrategy,
+    AttackOutput, ClientUpdate, FederationConfig, RoundContext, ServerContext,
     ThreatModel,
 };
 
@@ -65,7 +65,7 @@ impl Ilrg {
     }
 }
 
-impl ServerStrategy for Ilrg {
+impl PassiveAttack for Ilrg {
     fn name(&self) -> &str {
         &self.name
     }
@@ -108,30 +108,16 @@ impl ServerStrategy for Ilrg {
         Ok(())
     }
 
-    fn finish(&mut self) -> AttackOutput {
-        std::mem::take(&mut self.output)
+    fn rounds(&self) -> &AttackRounds {
+        &self.config.rounds
     }
 
-    fn plain_rounds(&self, rounds: usize) -> usize {
-        self.config.rounds.before_first(rounds)
+    fn output(&self) -> &AttackOutput {
+        &self.output
     }
 
-    fn plain_tail(&self, rounds: usize) -> usize {
-        self.config.rounds.after_last(rounds)
-    }
-
-    /// Passive: it sends the global model and keeps FedAvg's aggregate in every round.
-    fn keeps_course(&self, _ctx: &RoundContext) -> bool {
-        true
-    }
-
-    fn save_state(&self) -> Result<Vec<u8>> {
-        crate::fed::checkpoint::encode(&self.output)
-    }
-
-    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
-        self.output = crate::fed::checkpoint::decode(state, &format!("attack `{}`'s state", self.name))?;
-        Ok(())
+    fn output_mut(&mut self) -> &mut AttackOutput {
+        &mut self.output
     }
 }
 

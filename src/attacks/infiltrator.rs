@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::AttackRounds;
+use super::{AttackRounds, PassiveAttack};
 use crate::error::Result;
 use crate::fed::{
     AttackOutput, ClientOracle, FederationConfig, Injection, RoundContext, ServerContext,
-    ServerStrategy, ThreatModel,
+    ThreatModel,
 };
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,7 +108,7 @@ impl Infiltrator {
     }
 }
 
-impl ServerStrategy for Infiltrator {
+impl PassiveAttack for Infiltrator {
     fn name(&self) -> &str {
         &self.name
     }
@@ -151,29 +151,15 @@ impl ServerStrategy for Infiltrator {
         Ok(())
     }
 
-    fn finish(&mut self) -> AttackOutput {
-        std::mem::take(&mut self.output)
+    fn rounds(&self) -> &AttackRounds {
+        &self.config.rounds
     }
 
-    fn plain_rounds(&self, rounds: usize) -> usize {
-        self.config.rounds.before_first(rounds)
+    fn output(&self) -> &AttackOutput {
+        &self.output
     }
 
-    fn plain_tail(&self, rounds: usize) -> usize {
-        self.config.rounds.after_last(rounds)
-    }
-
-    /// Passive: it sends the global model and keeps FedAvg's aggregate in every round.
-    fn keeps_course(&self, _ctx: &RoundContext) -> bool {
-        true
-    }
-
-    fn save_state(&self) -> Result<Vec<u8>> {
-        crate::fed::checkpoint::encode(&self.output)
-    }
-
-    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
-        self.output = crate::fed::checkpoint::decode(state, &format!("attack `{}`'s state", self.name))?;
-        Ok(())
+    fn output_mut(&mut self) -> &mut AttackOutput {
+        &mut self.output
     }
 }

@@ -19,12 +19,12 @@ use rand::Rng as _;
 use rand_distr::{Distribution, Normal};
 use serde::{Deserialize, Serialize};
 
-use super::AttackRounds;
+use super::{AttackRounds, PassiveAttack};
 use super::gradient::{self, GradientSource};
 use crate::data::{DenseMatrix, Features, Graph, Task};
 use crate::error::{Error, Result};
 use crate::fed::{
-    AttackNote, AttackOutput, ClientUpdate, FederationConfig, ModelParams, RoundContext, ServerContext, ServerStrategy,
+    AttackNote, AttackOutput, ClientUpdate, FederationConfig, ModelParams, RoundContext, ServerContext,
     ThreatModel,
 };
 use crate::rng;
@@ -222,7 +222,7 @@ fn to_vec<const D: usize>(t: burn::tensor::Tensor<D>) -> Vec<f64> {
     t.into_data().convert::<f64>().try_into_vec::<f64>().expect("f64 after convert")
 }
 
-impl ServerStrategy for Lda {
+impl PassiveAttack for Lda {
     fn name(&self) -> &str {
         &self.name
     }
@@ -261,30 +261,16 @@ impl ServerStrategy for Lda {
         Ok(())
     }
 
-    fn finish(&mut self) -> AttackOutput {
-        std::mem::take(&mut self.output)
+    fn rounds(&self) -> &AttackRounds {
+        &self.config.rounds
     }
 
-    fn plain_rounds(&self, rounds: usize) -> usize {
-        self.config.rounds.before_first(rounds)
+    fn output(&self) -> &AttackOutput {
+        &self.output
     }
 
-    fn plain_tail(&self, rounds: usize) -> usize {
-        self.config.rounds.after_last(rounds)
-    }
-
-    /// Passive: it sends the global model and keeps FedAvg's aggregate in every round.
-    fn keeps_course(&self, _ctx: &RoundContext) -> bool {
-        true
-    }
-
-    fn save_state(&self) -> Result<Vec<u8>> {
-        crate::fed::checkpoint::encode(&self.output)
-    }
-
-    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
-        self.output = crate::fed::checkpoint::decode(state, &format!("attack `{}`'s state", self.name))?;
-        Ok(())
+    fn output_mut(&mut self) -> &mut AttackOutput {
+        &mut self.output
     }
 }
 

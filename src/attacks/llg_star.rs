@@ -18,12 +18,12 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::AttackRounds;
+use super::{AttackRounds, PassiveAttack};
 use super::gradient::{self, GradientSource};
 use super::lda::DummyGraph;
 use crate::error::{Error, Result};
 use crate::fed::{
-    AttackOutput, ClientUpdate, FederationConfig, RoundContext, ServerContext, ServerStrategy,
+    AttackOutput, ClientUpdate, FederationConfig, RoundContext, ServerContext,
     ThreatModel,
 };
 use crate::rng;
@@ -163,7 +163,7 @@ pub fn predict_counts(g: &[f64], m: f64, s: &[f64], b: usize) -> Vec<usize> {
     counts
 }
 
-impl ServerStrategy for LlgStar {
+impl PassiveAttack for LlgStar {
     fn name(&self) -> &str {
         &self.name
     }
@@ -193,30 +193,16 @@ impl ServerStrategy for LlgStar {
         Ok(())
     }
 
-    fn finish(&mut self) -> AttackOutput {
-        std::mem::take(&mut self.output)
+    fn rounds(&self) -> &AttackRounds {
+        &self.config.rounds
     }
 
-    fn plain_rounds(&self, rounds: usize) -> usize {
-        self.config.rounds.before_first(rounds)
+    fn output(&self) -> &AttackOutput {
+        &self.output
     }
 
-    fn plain_tail(&self, rounds: usize) -> usize {
-        self.config.rounds.after_last(rounds)
-    }
-
-    /// Passive: it sends the global model and keeps FedAvg's aggregate in every round.
-    fn keeps_course(&self, _ctx: &RoundContext) -> bool {
-        true
-    }
-
-    fn save_state(&self) -> Result<Vec<u8>> {
-        crate::fed::checkpoint::encode(&self.output)
-    }
-
-    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
-        self.output = crate::fed::checkpoint::decode(state, &format!("attack `{}`'s state", self.name))?;
-        Ok(())
+    fn output_mut(&mut self) -> &mut AttackOutput {
+        &mut self.output
     }
 }
 

@@ -5,10 +5,12 @@
 //! built-in preset.
 
 pub mod gradient;
+mod passive;
 mod rounds;
 
 use serde::{Deserialize, Serialize};
 
+pub use passive::PassiveAttack;
 pub use rounds::AttackRounds;
 
 use crate::data::Task;

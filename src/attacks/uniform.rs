@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::AttackRounds;
+use super::{AttackRounds, PassiveAttack};
 use crate::error::Result;
 use crate::fed::{AttackOutput, ClientUpdate, RoundContext, ServerContext, ServerStrategy};
 
@@ -52,7 +52,7 @@ impl Uniform {
     }
 }
 
-impl ServerStrategy for Uniform {
+impl PassiveAttack for Uniform {
     fn name(&self) -> &str {
         &self.name
     }
@@ -71,29 +71,15 @@ impl ServerStrategy for Uniform {
         Ok(())
     }
 
-    fn finish(&mut self) -> AttackOutput {
-        std::mem::take(&mut self.output)
+    fn rounds(&self) -> &AttackRounds {
+        &self.config.rounds
     }
 
-    fn plain_rounds(&self, rounds: usize) -> usize {
-        self.config.rounds.before_first(rounds)
+    fn output(&self) -> &AttackOutput {
+        &self.output
     }
 
-    fn plain_tail(&self, rounds: usize) -> usize {
-        self.config.rounds.after_last(rounds)
-    }
-
-    /// Passive: it sends the global model and keeps FedAvg's aggregate in every round.
-    fn keeps_course(&self, _ctx: &RoundContext) -> bool {
-        true
-    }
-
-    fn save_state(&self) -> Result<Vec<u8>> {
-        crate::fed::checkpoint::encode(&self.output)
-    }
-
-    fn restore_state(&mut self, state: &[u8]) -> Result<()> {
-        self.output = crate::fed::checkpoint::decode(state, &format!("attack `{}`'s state", self.name))?;
-        Ok(())
+    fn output_mut(&mut self) -> &mut AttackOutput {
+        &mut self.output
     }
 }
