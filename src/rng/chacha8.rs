@@ -33,6 +33,17 @@ unsafe fn fill_words_avx512(rng: &mut Rng, out: &mut [u64]) {
     let mut from = 1 + (start % 16) as usize;
     let mut taken = 0;
     while taken < out.len() {
+        if from == 1 && out.len() - taken >= 128 {
+            // Whole words from a run's first: the run's 256 halves are the next 128
+            // words as they lie in memory (x86-64 is little-endian), written in place.
+            // SAFETY: 128 u64 are 256 u32 of no stricter alignment, all inside `out`.
+            let run = unsafe { &mut *(out[taken..taken + 128].as_mut_ptr() as *mut [u32; 256]) };
+            // SAFETY: this function's callers checked avx512f.
+            unsafe { blocks16(&key, block, stream, run) };
+            block = block.wrapping_add(16);
+            taken += 128;
+            continue;
+        }
         let run: &mut [u32; 256] = (&mut buf[1..]).try_into().expect("257 = 1 + 256");
         // SAFETY: this function's callers checked avx512f.
         unsafe { blocks16(&key, block, stream, run) };

@@ -69,35 +69,46 @@ impl Normals<'_> {
     pub fn for_each_slice(mut self, mut each: impl FnMut(&[f64])) {
         each(&self.out[self.at..]);
         while self.left > 0 {
-            self.refill();
-            each(&self.out);
+            // Straight from the chunk's first steps: no copy through `out`.
+            self.left -= draw_chunk(self.rng, &mut self.words, &mut self.xs, self.left, &mut each);
         }
     }
 
     /// Makes the next draws from one chunk of words.
     fn refill(&mut self) {
-        let k = self.left.min(self.words.len());
-        let words = &mut self.words[..k];
-        super::chacha8::fill_words(self.rng, words);
-        let mut kept = [0u64; CHUNK / 64];
-        first_steps(table(), words, &mut self.xs[..k], &mut kept);
-        self.out.clear();
-        self.at = 0;
-        let mut p = 0;
-        while p < k {
-            let q = next_unkept(&kept, p, k);
-            self.out.extend_from_slice(&self.xs[p..q]);
-            p = q;
-            if p < k {
-                // rand_distr from this word on: its rare paths read more words, past
-                // the chunk's end from the RNG itself (which is right after the chunk).
-                let mut from = Words { words, at: p, rng: self.rng };
-                self.out.push(StandardNormal.sample(&mut from));
-                p = from.at;
-            }
-        }
-        self.left -= self.out.len();
+        let Normals { rng, left, words, xs, out, at } = self;
+        out.clear();
+        *at = 0;
+        *left -= draw_chunk(rng, words, xs, *left, &mut |run: &[f64]| out.extend_from_slice(run));
     }
+}
+
+/// The draws of one chunk of words (at most `left` words, so at most `left` draws),
+/// handed to `emit` in order, a run at a time; returns how many.
+fn draw_chunk(rng: &mut Rng, words: &mut [u64], xs: &mut [f64], left: usize, emit: &mut impl FnMut(&[f64])) -> usize {
+    let k = left.min(words.len());
+    let words = &mut words[..k];
+    super::chacha8::fill_words(rng, words);
+    let mut kept = [0u64; CHUNK / 64];
+    first_steps(table(), words, &mut xs[..k], &mut kept);
+    let (mut p, mut drawn) = (0, 0);
+    while p < k {
+        let q = next_unkept(&kept, p, k);
+        if q > p {
+            emit(&xs[p..q]);
+            drawn += q - p;
+        }
+        p = q;
+        if p < k {
+            // rand_distr from this word on: its rare paths read more words, past the
+            // chunk's end from the RNG itself (which is right after the chunk).
+            let mut from = Words { words, at: p, rng: &mut *rng };
+            emit(&[StandardNormal.sample(&mut from)]);
+            drawn += 1;
+            p = from.at;
+        }
+    }
+    drawn
 }
 
 /// The first position ≥ `p` (and < `k`) whose first step was not kept, or `k`.
