@@ -139,11 +139,8 @@ impl ServerContext {
     /// `feature_kprop` KProp rounds smooth them over `graph` first, as a client's
     /// defense does (a client's graph queried under LPGNN's KProp_x).
     pub fn forward(&self, params: &ModelParams, graph: &Graph, features: &Features, feature_kprop: usize) -> Result<Output> {
-        let (g, mut x) = self.inputs(graph, features)?;
-        if feature_kprop > 0 {
-            x = NodeInput::Smoothed { base: Box::new(x), graph: Box::new(g.clone()), steps: feature_kprop };
-        }
-        Ok(self.model(params).forward_with(&x, &g, None))
+        let (g, x) = self.inputs(graph, features)?;
+        Ok(self.model(params).forward_with(&x.smoothed(&g, feature_kprop), &g, None))
     }
 
     /// A graph the server built and its features on the device, their shapes checked.

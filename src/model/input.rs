@@ -145,6 +145,15 @@ impl NodeInput {
         }
     }
 
+    /// This input with a defense's `steps` KProp rounds over `graph` ([`NodeInput::Smoothed`]);
+    /// itself when `steps` is 0.
+    pub fn smoothed(self, graph: &GraphTensors, steps: usize) -> NodeInput {
+        if steps == 0 {
+            return self;
+        }
+        NodeInput::Smoothed { base: Box::new(self), graph: Box::new(graph.clone()), steps }
+    }
+
     /// Override the gather/scatter ops a sparse input uses (see [`Strategy`]).
     pub fn with_strategy(self, strategy: Strategy) -> NodeInput {
         match self {

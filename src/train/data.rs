@@ -208,12 +208,9 @@ impl ClientTensors {
             }
         };
         let graph = GraphTensors::new(&data.graph, device)?;
-        let mut input = NodeInput::from_features(&data.features, first_width, device);
         // A defense's feature smoothing runs over this graph, whatever graph the model
         // trains on later (Solitude's learned adjacency): it goes with the input.
-        if data.feature_kprop > 0 {
-            input = NodeInput::Smoothed { base: Box::new(input), graph: Box::new(graph.clone()), steps: data.feature_kprop };
-        }
+        let input = NodeInput::from_features(&data.features, first_width, device).smoothed(&graph, data.feature_kprop);
         Ok(ClientTensors {
             graph,
             input,

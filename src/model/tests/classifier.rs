@@ -262,7 +262,7 @@ fn large_matmuls_are_bit_identical_across_thread_counts() {
 fn a_shared_first_product_changes_no_logit_or_gradient() {
     let device = cpu().autodiff();
     let (g, x) = setup(TensorCreationOptions::new(device.clone()));
-    let x = NodeInput::Smoothed { base: Box::new(x), graph: Box::new(g.clone()), steps: 1 };
+    let x = x.smoothed(&g, 1);
     for arch in [Arch::Gcn, Arch::Sage, Arch::Gat] {
         let c = ModelConfig { arch, head: true, heads: 2, dropout: 0.5, attention_dropout: 0.3, kprop_steps: 2, ..ModelConfig::default() };
         let run = |shared: bool| {
