@@ -635,35 +635,23 @@ impl<T: Real> SpmmJob<'_, T> {
 
     /// Columns `c..c + out.len()` (fewer than [`BLOCK`]) of one output row, summed over
     /// its edges (group positions `edges`) in order; one weight or none per edge (the
-    /// caller keeps per-head weights to [`block`](Self::block)).
+    /// caller keeps per-head weights to [`block`](Self::block)). Each width is a block
+    /// of its own (the same sums): through a buffer of a count known only here, the
+    /// sums went out by a libc `memcpy` call per row and each edge was added value by
+    /// value — the classes and labels (7 wide on Cora) of every output layer and label
+    /// propagation (docs/performance.md).
     #[inline(always)]
     fn tail(&self, out: &mut [MaybeUninit<T>], edges: std::ops::Range<usize>, c: usize) {
-        let n = out.len();
-        let mut acc = [T::default(); BLOCK];
-        let acc = &mut acc[..n];
-        let x_at = |k: usize| -> &[T] {
-            let at = self.groups.other[k] as usize * self.cols + c;
-            &self.x[at..at + n]
-        };
-        match self.weights {
-            Weights::Ones => {
-                for e in edges {
-                    for (a, &v) in acc.iter_mut().zip(x_at(e)) {
-                        *a += v;
-                    }
+        const _: () = assert!(BLOCK == 16, "a tail is 1 to 15 columns wide");
+        macro_rules! widths {
+            ($($n:literal)*) => {
+                match out.len() {
+                    $($n => self.columns::<$n>(out, edges, c),)*
+                    n => unreachable!("a tail of {n} columns"),
                 }
-            }
-            Weights::Column(w) => {
-                for e in edges {
-                    let w = w[e];
-                    for (a, &v) in acc.iter_mut().zip(x_at(e)) {
-                        *a += w * v;
-                    }
-                }
-            }
-            Weights::Heads(..) => unreachable!("per-head weights take `block`"),
+            };
         }
-        out.write_copy_of_slice(acc);
+        widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
     }
 
     /// Columns `c..c + N` of one output row, summed over its edges (group positions
@@ -1230,7 +1218,8 @@ mod tests {
 
     /// Every entry of a product is the running sum from +0 over its row's edges in edge
     /// order (`acc + w·x`, or `acc + x` unweighted), bit for bit, whatever blocks of
-    /// columns the registers hold: widths around each block size (7 … 700 columns), the
+    /// columns the registers hold: every width up to 18, then widths around each block
+    /// size (… 700 columns), rows without edges, the
     /// register budgets of the portable, AVX2 and AVX-512 code (and this CPU's own),
     /// source blocks (tiled), one weight per edge and none, both directions, f32 and f64;
     /// every entry written (the output is not zeroed first).
@@ -1239,9 +1228,11 @@ mod tests {
         fn check<T: Real + std::fmt::Debug>(seed: u64, bits: fn(T) -> u64) {
             let mut r = crate::rng::derive(seed, "test-spmm", &[]);
             use rand::Rng as _;
-            for (rows, edges, cols) in
-                [(9, 30, 7), (12, 40, 16), (20, 90, 33), (15, 60, 64), (30, 200, 100), (25, 300, 512), (11, 70, 700), (5, 0, 40)]
-            {
+            // Every width below a block (each its own code) and past one (a tail after
+            // blocks), then around each wider block size.
+            let narrow = (1..=18).chain([31, 47]).map(|cols| (8, 24, cols));
+            let wide = [(12, 40, 16), (20, 90, 33), (15, 60, 64), (30, 200, 100), (25, 300, 512), (11, 70, 700), (5, 0, 40), (5, 0, 7)];
+            for (rows, edges, cols) in narrow.chain(wide) {
                 let x: Vec<T> = (0..rows * cols).map(|_| T::from_f64(r.random::<f64>() * 2.0 - 1.0)).collect();
                 let w: Vec<T> = (0..edges).map(|_| T::from_f64(r.random::<f64>())).collect();
                 let src: Vec<u32> = (0..edges).map(|_| r.random_range(0..rows as u32)).collect();
