@@ -83,10 +83,6 @@ impl Groups {
         Groups { ptr, edge, other, in_order }
     }
 
-    fn of(&self, row: usize) -> &[u32] {
-        &self.edge[self.span(row)]
-    }
-
     /// Positions of `row`'s edges in group order.
     fn span(&self, row: usize) -> std::ops::Range<usize> {
         self.ptr[row]..self.ptr[row + 1]
@@ -108,6 +104,30 @@ impl Groups {
                 o.copy_from_slice(&values[e as usize * width..(e as usize + 1) * width]);
             }
         });
+        out
+    }
+
+    /// The inverse of [`gather`](Self::gather): rows of `width` values in group order put
+    /// back in edge order. Rows of 1, 2, 4 or 8 values move as loads and stores, not a
+    /// `memcpy` call each (GAT's heads).
+    fn scatter<T: Copy + Default>(&self, rows: &[T], width: usize) -> Vec<T> {
+        fn put<T: Copy, const W: usize>(out: &mut [T], rows: &[T], edges: &[u32]) {
+            for (&e, row) in edges.iter().zip(rows.chunks_exact(W)) {
+                out[e as usize * W..(e as usize + 1) * W].copy_from_slice(row);
+            }
+        }
+        let mut out = vec![T::default(); rows.len()];
+        match width {
+            1 => put::<T, 1>(&mut out, rows, &self.edge),
+            2 => put::<T, 2>(&mut out, rows, &self.edge),
+            4 => put::<T, 4>(&mut out, rows, &self.edge),
+            8 => put::<T, 8>(&mut out, rows, &self.edge),
+            w => {
+                for (&e, row) in self.edge.iter().zip(rows.chunks_exact(w)) {
+                    out[e as usize * w..(e as usize + 1) * w].copy_from_slice(row);
+                }
+            }
+        }
         out
     }
 }
@@ -808,50 +828,31 @@ impl<T: Real> SddmmJob<'_, T> {
 }
 
 /// `[E, H]` values computed target by target: `row(t, edges into t, out)` fills one
-/// `H`-wide row per edge of `t`, in the order of `edges`. Runs of targets go in parallel,
-/// each into one buffer (a buffer per target was an allocation per node, ≈ 10 % of a
-/// GAT epoch with the copies below); each edge's row is then put where the edge is
-/// (edges into a target need not be contiguous, e.g. GAT's self loops come last).
+/// `H`-wide row per edge of `t`, in the order of `edges`. The rows are laid out in group
+/// order, so a run of targets fills one contiguous part of one buffer (runs go in
+/// parallel; a buffer per target was an allocation per node), then go back to edge order
+/// ([`Groups::scatter`]: edges into a target need not be contiguous, e.g. GAT's self
+/// loops come last).
 fn per_target<T: Real>(pattern: &Pattern, heads: usize, row: impl Fn(usize, &[u32], &mut [T]) + Sync) -> Vec<T> {
-    let targets = pattern.targets;
+    let (targets, groups) = (pattern.targets, &pattern.by_dst);
     let run = rows_per_task(targets, pattern.len() * heads * 8).max(1);
-    let runs: Vec<(std::ops::Range<usize>, Vec<T>)> = (0..targets.div_ceil(run))
-        .into_par_iter()
-        .map(|r| {
-            let ts = r * run..((r + 1) * run).min(targets);
-            let mut rows = vec![T::default(); ts.clone().map(|t| pattern.by_dst.of(t).len()).sum::<usize>() * heads];
-            let mut at = 0;
-            for t in ts.clone() {
-                let edges = pattern.by_dst.of(t);
-                row(t, edges, &mut rows[at..at + edges.len() * heads]);
-                at += edges.len() * heads;
-            }
-            (ts, rows)
-        })
-        .collect();
-    let mut out = vec![T::default(); pattern.len() * heads];
-    // A row of a width known here moves as loads and stores, not a `memcpy` call.
-    fn put<T: Copy, const H: usize>(out: &mut [T], rows: &[T], edges: impl Iterator<Item = u32>) {
-        for (e, row) in edges.zip(rows.chunks_exact(H)) {
-            let e = e as usize * H;
-            out[e..e + H].copy_from_slice(row);
-        }
+    let mut rows = vec![T::default(); pattern.len() * heads];
+    let mut parts = Vec::with_capacity(targets.div_ceil(run));
+    let mut rest = rows.as_mut_slice();
+    for first in (0..targets).step_by(run) {
+        let ts = first..(first + run).min(targets);
+        let (part, after) = rest.split_at_mut((groups.ptr[ts.end] - groups.ptr[ts.start]) * heads);
+        parts.push((ts, part));
+        rest = after;
     }
-    for (ts, rows) in runs {
-        let edges = ts.flat_map(|t| pattern.by_dst.of(t).iter().copied());
-        match heads {
-            1 => put::<T, 1>(&mut out, &rows, edges),
-            2 => put::<T, 2>(&mut out, &rows, edges),
-            4 => put::<T, 4>(&mut out, &rows, edges),
-            8 => put::<T, 8>(&mut out, &rows, edges),
-            h => {
-                for (e, row) in edges.zip(rows.chunks_exact(h)) {
-                    out[e as usize * h..(e as usize + 1) * h].copy_from_slice(row);
-                }
-            }
+    parts.into_par_iter().for_each(|(ts, part)| {
+        let base = groups.ptr[ts.start];
+        for t in ts {
+            let span = groups.span(t);
+            row(t, &groups.edge[span.clone()], &mut part[(span.start - base) * heads..(span.end - base) * heads]);
         }
-    }
-    out
+    });
+    groups.scatter(&rows, heads)
 }
 
 /// Per target, in edge order: logits, their maximum, exponentials, their sum, α.
