@@ -2,7 +2,7 @@
 
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::optim::{GradientsParams, ModuleOptimizer, SgdConfig};
 use burn::tensor::Tensor;
 
 use super::{
@@ -42,7 +42,7 @@ pub fn optimizer(cfg: &TrainConfig) -> ModuleOptimizer {
             SgdConfig::new().with_weight_decay(wd).with_momentum(momentum).init()
         }
         // PyTorch's Adam defaults (ε = 1e-8, L2 weight decay added to the gradient).
-        OptimizerKind::Adam => AdamConfig::new().with_epsilon(1e-8).with_weight_decay(wd).init(),
+        OptimizerKind::Adam => ModuleOptimizer::from(super::adam::Adam::new((cfg.weight_decay > 0.0).then_some(cfg.weight_decay as f32))),
     }
 }
 

@@ -9,9 +9,10 @@
 //! One concept per file: `data` (a client's data, host and device), `loss` (the
 //! objective), `eval` (accuracy and loss on a node set), `gradients` (a head's per-step
 //! gradients, global-norm clipping), `local` (the epoch loop, optimizer, model
-//! selection), `sgd` (plain SGD's step, fused on burn-flex), `trainer` (the middleware
+//! selection), `sgd` and `adam` (plain SGD's and Adam's steps, fused on burn-flex), `trainer` (the middleware
 //! seam defenses plug trainers into), `per_node` (DP-GNN's per-node gradients), `config`.
 
+mod adam;
 pub mod config;
 mod data;
 mod eval;
