@@ -763,6 +763,11 @@ impl<T: Real> SddmmJob<'_, T> {
     /// Edges `first..` into `out` (one `heads`-wide row each).
     fn edges(&self, out: &mut [T], first: usize) {
         #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512F (checked just above).
+            return unsafe { self.edges_avx512(out, first) };
+        }
+        #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
             return unsafe { self.edges_avx2(out, first) };
@@ -774,6 +779,13 @@ impl<T: Real> SddmmJob<'_, T> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
     unsafe fn edges_avx2(&self, out: &mut [T], first: usize) {
+        self.edges_portable(out, first)
+    }
+
+    /// The same compiled for AVX-512F: the same lanes and sums, no FMA.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn edges_avx512(&self, out: &mut [T], first: usize) {
         self.edges_portable(out, first)
     }
 
