@@ -1390,6 +1390,26 @@ mod tests {
                     want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
                     "{rows} rows, {edges} edges, {cols} × {heads}, transpose {transpose}"
                 );
+                // Each compiled path this CPU can run, not only the one dispatch picks.
+                let (_, read, write) = pattern.view(transpose);
+                let job = SddmmJob { a: &a, b: &b, cols, heads, read, write };
+                let mut paths: Vec<(&str, Vec<f32>)> = vec![("portable", vec![0.0; edges * heads])];
+                job.edges_portable(&mut paths[0].1, 0);
+                #[cfg(target_arch = "x86_64")]
+                for (name, has) in [("avx2", is_x86_feature_detected!("avx2")), ("avx512f", is_x86_feature_detected!("avx512f"))] {
+                    if has {
+                        let mut out = vec![0.0; edges * heads];
+                        // SAFETY: the CPU has the feature (checked just above).
+                        unsafe { if name == "avx2" { job.edges_avx2(&mut out, 0) } else { job.edges_avx512(&mut out, 0) } }
+                        paths.push((name, out));
+                    }
+                }
+                for (name, out) in paths {
+                    assert!(
+                        out.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()),
+                        "{name}: {rows} rows, {edges} edges, {cols} × {heads}"
+                    );
+                }
             }
         }
     }
