@@ -234,7 +234,9 @@ impl Optimizer for Adam {
         }
         let (time, m, v, first) = match state {
             Some(s) => (s.momentum.time + 1, s.momentum.moment_1, s.momentum.moment_2, false),
-            None => (1, grad.clone(), grad.clone(), true),
+            // Placeholders of the shape, not read: the parameter's, so that the gradient's
+            // buffer stays held once and takes the stepped values.
+            None => (1, tensor.clone(), tensor.clone(), true),
         };
         let s = self.scalars(time, lr, first);
         let (p, m, v) = Dispatch::adam_step(tensor.into_dispatch(), grad.into_dispatch(), m.into_dispatch(), v.into_dispatch(), s);
