@@ -2,7 +2,7 @@
 //! self loops) and the per-edge weights of each normalisation, so that every forward
 //! pass only gathers and scatters.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use burn::tensor::{Tensor, TensorCreationOptions};
 
@@ -37,17 +37,49 @@ const MIN_DEGREE: f64 = 1e-6;
 #[derive(Debug, Clone)]
 pub struct GraphTensors {
     num_nodes: usize,
-    edges: Edges,
+    /// Built on first use from `plain`'s lists where the graph is unweighted: a GCN
+    /// propagates over the self-looped set only (DP-GNN builds a graph per batch).
+    edges: OnceLock<Edges>,
     looped: Edges,
-    /// Each normalisation's weights: built with the graph, or — for a learned adjacency
-    /// ([`with_edge_weights`](Self::with_edge_weights)) — on first use, since a model
-    /// uses one (GCN's, SAGE's mean, KProp's symmetric) and each costs powers of the
-    /// degrees every time the adjacency steps.
+    /// Each normalisation's weights, built on first use, since a model uses one (GCN's,
+    /// SAGE's mean, KProp's symmetric): from the degrees for an unweighted graph; for a
+    /// learned adjacency ([`with_edge_weights`](Self::with_edge_weights)) with tensor
+    /// ops, each costing powers of the degrees every time the adjacency steps.
     mean_w: OnceLock<Tensor<2>>,
     sym_w: OnceLock<Tensor<2>>,
     gcn_w: OnceLock<Tensor<2>>,
     /// The adjacency given to [`with_edge_weights`](Self::with_edge_weights), if any.
     learned: Option<Learned>,
+    /// An unweighted graph's edge lists and degrees on the host, shared by clones.
+    plain: Option<Arc<Plain>>,
+    /// The ops chosen by [`with_strategy`](Self::with_strategy), for edges built later.
+    strategy: Option<Strategy>,
+}
+
+/// An unweighted graph on the host: its arcs `src[e] → dst[e]` grouped by target (no
+/// self loops), the in-degrees, and where its tensors go.
+#[derive(Debug)]
+struct Plain {
+    src: Vec<u32>,
+    dst: Vec<u32>,
+    deg: Vec<f64>,
+    options: TensorCreationOptions,
+}
+
+impl Plain {
+    /// `norm`'s weights per edge (GCN's followed by the self loops'), in f64 as PyG's
+    /// formulas give them.
+    fn weights(&self, norm: Norm) -> Vec<f64> {
+        let deg = &self.deg;
+        let arcs = self.src.iter().zip(&self.dst).map(|(&u, &v)| (deg[u as usize], deg[v as usize]));
+        match norm {
+            Norm::Sum => unreachable!("the plain sum is unweighted"),
+            // d_v ≥ 1 at every arc's target (the arc enters v); d_u is 0 only in a directed graph.
+            Norm::Mean => arcs.map(|(_, dv)| 1.0 / dv).collect(),
+            Norm::Sym => arcs.map(|(du, dv)| if du > 0.0 { 1.0 / (du * dv).sqrt() } else { 0.0 }).collect(),
+            Norm::Gcn => arcs.map(|(du, dv)| 1.0 / ((du + 1.0) * (dv + 1.0)).sqrt()).chain(deg.iter().map(|d| 1.0 / (d + 1.0))).collect(),
+        }
+    }
 }
 
 /// A learned adjacency: the weights (a checkpoint keeps it by them), their in-degrees,
@@ -86,34 +118,28 @@ impl GraphTensors {
             return Err(Error::param("graph", "a model needs at least one node"));
         }
         let deg: Vec<f64> = (0..n).map(|v| senders(v).len() as f64).collect();
-        let (mut src, mut dst) = (Vec::new(), Vec::new());
-        let (mut mean_w, mut sym_w, mut gcn_w) = (Vec::new(), Vec::new(), Vec::new());
+        let arcs = deg.iter().sum::<f64>() as usize;
+        let (mut src, mut dst) = (Vec::with_capacity(arcs + n), Vec::with_capacity(arcs + n));
         for v in 0..n {
             for &u in senders(v) {
-                let u_ = u as usize;
                 src.push(u);
                 dst.push(v as u32);
-                // deg[v] ≥ 1 here (this edge enters v); deg[u] is 0 only in a directed graph.
-                mean_w.push(1.0 / deg[v]);
-                sym_w.push(if deg[u_] > 0.0 { 1.0 / (deg[u_] * deg[v]).sqrt() } else { 0.0 });
-                gcn_w.push(1.0 / ((deg[u_] + 1.0) * (deg[v] + 1.0)).sqrt());
             }
         }
-        let edges = Edges::new(&src, &dst, n, n, &options);
-        for (v, d) in deg.iter().enumerate() {
-            src.push(v as u32);
-            dst.push(v as u32);
-            gcn_w.push(1.0 / (d + 1.0));
-        }
-        let looped = Edges::new(&src, &dst, n, n, &options);
+        let loops = 0..n as u32;
+        let looped_src: Vec<u32> = src.iter().copied().chain(loops.clone()).collect();
+        let looped_dst: Vec<u32> = dst.iter().copied().chain(loops).collect();
+        let looped = Edges::new(&looped_src, &looped_dst, n, n, &options);
         Ok(GraphTensors {
             num_nodes: n,
-            edges,
+            edges: OnceLock::new(),
             looped,
-            mean_w: OnceLock::from(column(&mean_w, &options)),
-            sym_w: OnceLock::from(column(&sym_w, &options)),
-            gcn_w: OnceLock::from(column(&gcn_w, &options)),
+            mean_w: OnceLock::new(),
+            sym_w: OnceLock::new(),
+            gcn_w: OnceLock::new(),
             learned: None,
+            plain: Some(Arc::new(Plain { src, dst, deg, options })),
+            strategy: None,
         })
     }
 
@@ -128,19 +154,22 @@ impl GraphTensors {
     /// w_uv/sqrt((d_u + 1)(d_v + 1)) and self loops 1/(d_v + 1). All-ones `w` gives the
     /// unweighted tensors. `Sum` stays unweighted (GAT weighs edges by attention).
     pub fn with_edge_weights(&self, w: Tensor<2>) -> GraphTensors {
-        if self.edges.is_empty() {
+        let edges = self.edges();
+        if edges.is_empty() {
             return self.clone();
         }
-        assert_eq!(w.dims(), [self.edges.len(), 1], "one weight per edge");
-        let deg = self.edges.scatter_add(w.clone());
+        assert_eq!(w.dims(), [edges.len(), 1], "one weight per edge");
+        let deg = edges.scatter_add(w.clone());
         GraphTensors {
             num_nodes: self.num_nodes,
-            edges: self.edges.clone(),
+            edges: OnceLock::from(edges.clone()),
             looped: self.looped.clone(),
             mean_w: OnceLock::new(),
             sym_w: OnceLock::new(),
             gcn_w: OnceLock::new(),
             learned: Some(Learned { weights: w, degrees: deg, gathered: OnceLock::new() }),
+            plain: None,
+            strategy: self.strategy,
         }
     }
 
@@ -150,7 +179,8 @@ impl GraphTensors {
         // The floor keeps every gradient finite where a node's in-weights all reach 0 (a
         // learned adjacency removing them): d^{-1.5} at 1e-30 overflows f32, and 0·inf
         // would make the masked gradient NaN. Weights are ≥ 0, so d < 1e-6 only there.
-        let (d_src, d_dst) = gathered.get_or_init(|| (self.edges.gather_src(deg.clone()), self.edges.gather_dst(deg.clone())));
+        let edges = self.edges();
+        let (d_src, d_dst) = gathered.get_or_init(|| (edges.gather_src(deg.clone()), edges.gather_dst(deg.clone())));
         let (d_src, d_dst) = (d_src.clone(), d_dst.clone());
         // d^-1/2 of the degrees gathered at the edges' sources and targets, each `d` after
         // `pre` (per edge, tracked). On burn-flex computed once per node and gathered,
@@ -159,13 +189,13 @@ impl GraphTensors {
         // has ~75 arcs per node on a Cora client at ε = 1). Elsewhere a power per edge.
         let inv_sqrt_ends = |pre: &dyn Fn(Tensor<2>) -> Tensor<2>| {
             let (d_src, d_dst) = (d_src.clone(), d_dst.clone());
-            if self.edges.strategy() != Strategy::Fused {
+            if edges.strategy() != Strategy::Fused {
                 return [pre(d_src).powf_scalar(-0.5), pre(d_dst).powf_scalar(-0.5)];
             }
             let node = pre(deg.clone().detach());
             let (value, slope) = (node.clone().powf_scalar(-0.5), node.powf_scalar(-1.5).mul_scalar(-0.5));
             let at = |d: Tensor<2>, at_src: bool| {
-                let gather = |t: &Tensor<2>| self.edges.gather_constant(t.clone(), at_src);
+                let gather = |t: &Tensor<2>| edges.gather_constant(t.clone(), at_src);
                 spmm::pointwise(pre(d), gather(&value), gather(&slope))
             };
             [at(d_src, true), at(d_dst, false)]
@@ -194,14 +224,24 @@ impl GraphTensors {
 
     /// Override the gather/scatter ops chosen for the device (see [`Strategy`]).
     pub fn with_strategy(mut self, strategy: Strategy) -> GraphTensors {
-        self.edges = self.edges.with_strategy(strategy);
+        if let Some(edges) = self.edges.take() {
+            self.edges = OnceLock::from(edges.with_strategy(strategy));
+        }
         self.looped = self.looped.with_strategy(strategy);
+        self.strategy = Some(strategy);
         self
     }
 
     /// Neighbour edges (both directions of every undirected edge, no self loops).
     pub fn edges(&self) -> &Edges {
-        &self.edges
+        self.edges.get_or_init(|| {
+            let p = self.plain.as_ref().expect("a weighted graph's edges are built with it");
+            let edges = Edges::new(&p.src, &p.dst, self.num_nodes, self.num_nodes, &p.options);
+            match self.strategy {
+                Some(s) => edges.with_strategy(s),
+                None => edges,
+            }
+        })
     }
 
     /// Neighbour edges followed by one self loop per node (GCN, GAT).
@@ -217,18 +257,18 @@ impl GraphTensors {
             Norm::Sym => &self.sym_w,
             Norm::Gcn => &self.gcn_w,
         };
-        Some(
-            slot.get_or_init(|| {
-                self.weighted(norm, self.learned.as_ref().expect("an unweighted graph's normalisations are built with it"))
-            }),
-        )
+        Some(slot.get_or_init(|| match (&self.learned, &self.plain) {
+            (Some(learned), _) => self.weighted(norm, learned),
+            (None, Some(plain)) => column(&plain.weights(norm), &plain.options),
+            (None, None) => unreachable!("a graph is unweighted or learned"),
+        }))
     }
 
     /// `out[v] = Σ_{u→v} w_uv · x[u]` with the weights of `norm` (`x`: `[N, F]`).
     pub fn propagate(&self, x: Tensor<2>, norm: Norm) -> Tensor<2> {
         let [n, _] = x.dims();
         assert_eq!(n, self.num_nodes, "propagate: input has {n} rows for a graph of {} nodes", self.num_nodes);
-        let edges = if norm == Norm::Gcn { &self.looped } else { &self.edges };
+        let edges = if norm == Norm::Gcn { &self.looped } else { self.edges() };
         edges.propagate(x, self.weights(norm))
     }
 }
@@ -245,6 +285,31 @@ mod tests {
     /// Arcs 0→1, 2→1, 1→2, 3→0 (node 3 receives nothing).
     fn directed() -> Graph {
         Graph::from_senders(vec![vec![3], vec![0, 2], vec![1], vec![]])
+    }
+
+    /// The non-looped edges are built on first use: a strategy chosen before that
+    /// applies to them as to the self-looped set (and to edges built before it), and the
+    /// propagations it gives are those of the fused kernels up to rounding.
+    #[test]
+    fn a_strategy_chosen_before_the_edges_are_built_holds_for_them() {
+        let device = Device::flex();
+        let graph = Graph::from_edges(5, [(0, 1), (1, 2), (2, 3), (0, 2), (3, 4)], "t").unwrap().0;
+        let x = Tensor::<2>::from_data(TensorData::new((0..15).map(|i| i as f32 * 0.25 - 1.0).collect::<Vec<_>>(), [5, 3]), &device);
+        let fused = GraphTensors::new(&graph, &device).unwrap();
+        for built_before in [false, true] {
+            let g = GraphTensors::new(&graph, &device).unwrap();
+            if built_before {
+                let _ = g.edges();
+            }
+            let g = g.with_strategy(Strategy::Rows);
+            assert_eq!(g.edges().strategy(), Strategy::Rows, "built before: {built_before}");
+            assert_eq!(g.edges_with_self_loops().strategy(), Strategy::Rows);
+            for norm in [Norm::Sum, Norm::Mean, Norm::Sym, Norm::Gcn] {
+                let (a, b) = (values(g.propagate(x.clone(), norm)), values(fused.propagate(x.clone(), norm)));
+                assert!(a.iter().zip(&b).all(|(p, q)| (p - q).abs() < 1e-6), "{norm:?}: {a:?} vs {b:?}");
+            }
+        }
+        assert_eq!(fused.edges().strategy(), Strategy::Fused);
     }
 
     #[test]
@@ -316,14 +381,14 @@ mod tests {
         let square_sum = |t: Tensor<2>| (t.clone() * t).sum();
         // All three at once, as `with_edge_weights` built them before.
         let w = leaf();
-        let deg = g.edges.scatter_add(w.clone());
+        let deg = g.edges().scatter_add(w.clone());
         let inv_sqrt = |d: Tensor<2>| d.clone().greater_elem(0.0).float() * d.clamp_min(MIN_DEGREE).powf_scalar(-0.5);
-        let (d_src, d_dst) = (g.edges.gather_src(deg.clone()), g.edges.gather_dst(deg.clone()));
+        let (d_src, d_dst) = (g.edges().gather_src(deg.clone()), g.edges().gather_dst(deg.clone()));
         let _mean = w.clone() / d_dst.clone().clamp_min(MIN_DEGREE);
         let sym = w.clone() * inv_sqrt(d_src.clone()) * inv_sqrt(d_dst.clone());
         let gcn_edges = w.clone() * d_src.add_scalar(1.0).powf_scalar(-0.5) * d_dst.add_scalar(1.0).powf_scalar(-0.5);
         let gcn = Tensor::cat(vec![gcn_edges, deg.add_scalar(1.0).recip()], 0);
-        let loss = square_sum(g.looped.propagate(x.clone(), Some(&gcn))) + square_sum(g.edges.propagate(x.clone(), Some(&sym)));
+        let loss = square_sum(g.looped.propagate(x.clone(), Some(&gcn))) + square_sum(g.edges().propagate(x.clone(), Some(&sym)));
         let want = w.grad(&loss.backward()).unwrap().into_data();
         // On use.
         let w = leaf();
