@@ -116,15 +116,7 @@ mod tests {
     use burn::tensor::{TensorCreationOptions, TensorData};
 
     use super::*;
-    use crate::model::tests::support::{cpu, random_values};
-
-    fn bits(t: Tensor<2>) -> Vec<u64> {
-        let data = t.into_data();
-        match data.dtype() {
-            DType::F32 => data.try_to_vec::<f32>().unwrap().into_iter().map(|x| u64::from(x.to_bits())).collect(),
-            _ => data.try_to_vec::<f64>().unwrap().into_iter().map(f64::to_bits).collect(),
-        }
-    }
+    use crate::model::tests::support::{bits, cpu, random_values};
 
     /// The fused step gives burn's `Sgd` values bit for bit, in f32 and f64, at learning
     /// rates f32 cannot hold exactly, whichever buffer it may write into: both held

@@ -120,3 +120,12 @@ pub fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
         assert!((g - w).abs() <= tol, "{what}[{i}]: got {g}, want {w} (tol {tol})");
     }
 }
+
+/// Each value's bits (f32 widened), to compare tensors exactly.
+pub fn bits<const D: usize>(t: Tensor<D>) -> Vec<u64> {
+    let data = t.into_data();
+    match data.dtype() {
+        DType::F32 => data.try_to_vec::<f32>().unwrap().into_iter().map(|x| u64::from(x.to_bits())).collect(),
+        _ => data.try_to_vec::<f64>().unwrap().into_iter().map(f64::to_bits).collect(),
+    }
+}
