@@ -19,6 +19,7 @@ use burn::optim::decay::WeightDecayConfig;
 use burn::optim::{AdamConfig, AdamState, AdaptiveMomentumState, LearningRate, Optimizer};
 use burn::tensor::{DType, Device, Tensor};
 
+use super::sgd::{Float, owned};
 use crate::model::Strategy;
 
 /// One step's scalars, as burn's `Adam` computes them for step `time` (from 1).
@@ -50,58 +51,6 @@ pub trait AdamOps: Backend {
         v: FloatTensor<Self>,
         s: AdamScalars,
     ) -> (FloatTensor<Self>, FloatTensor<Self>, FloatTensor<Self>);
-}
-
-/// The float types the step runs in: each op rounds once, in `Self`, as burn-flex's
-/// element-wise ops do (Rust never contracts them into fused multiply-adds).
-trait Float:
-    Copy
-    + std::ops::Mul<Output = Self>
-    + std::ops::Add<Output = Self>
-    + std::ops::Sub<Output = Self>
-    + std::ops::Div<Output = Self>
-    + bytemuck::Pod
-    + burn::tensor::Element
-{
-    /// A scalar burn holds in f32, in `Self` (exactly).
-    fn of_f32(x: f32) -> Self;
-    /// The learning rate, rounded to `Self` as burn-flex's `mul_scalar` rounds it.
-    fn of_lr(lr: f64) -> Self;
-    fn sqrt(self) -> Self;
-}
-
-impl Float for f32 {
-    fn of_f32(x: f32) -> f32 {
-        x
-    }
-    fn of_lr(lr: f64) -> f32 {
-        lr as f32
-    }
-    fn sqrt(self) -> f32 {
-        f32::sqrt(self)
-    }
-}
-
-impl Float for f64 {
-    fn of_f32(x: f32) -> f64 {
-        f64::from(x)
-    }
-    fn of_lr(lr: f64) -> f64 {
-        lr
-    }
-    fn sqrt(self) -> f64 {
-        f64::sqrt(self)
-    }
-}
-
-/// `t` (whole, contiguous, `n` values of type `T`) with a buffer nothing else holds: its
-/// own, else a copy.
-fn owned<T: Float>(mut t: FlexTensor, n: usize) -> FlexTensor {
-    if t.try_storage_mut::<T>().is_some() {
-        return t;
-    }
-    let values = t.storage::<T>()[..n].to_vec();
-    FlexTensor::from_data(burn::tensor::TensorData::new(values, t.shape()))
 }
 
 /// The step over whole contiguous buffers of one shape and type `T`.

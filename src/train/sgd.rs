@@ -25,28 +25,64 @@ pub trait SgdOps: Backend {
     fn sgd_step(p: FloatTensor<Self>, g: FloatTensor<Self>, lr: f64) -> FloatTensor<Self>;
 }
 
-/// `p[i] − g[i]·lr` into `out[i]`, for each `i`.
-trait Step: Copy + std::ops::Mul<Output = Self> + std::ops::Sub<Output = Self> + bytemuck::Pod + burn::tensor::Element {
-    fn of(lr: f64) -> Self;
+/// The float types the fused steps (this one and [`super::adam`]'s) run in: each op
+/// rounds once, in `Self`, as burn-flex's element-wise ops do (Rust never contracts
+/// them into fused multiply-adds).
+pub(super) trait Float:
+    Copy
+    + std::ops::Mul<Output = Self>
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Div<Output = Self>
+    + bytemuck::Pod
+    + burn::tensor::Element
+{
+    /// A scalar burn holds in f32, in `Self` (exactly).
+    fn of_f32(x: f32) -> Self;
+    /// The learning rate, rounded to `Self` as burn-flex's `mul_scalar` rounds it.
+    fn of_lr(lr: f64) -> Self;
+    fn sqrt(self) -> Self;
 }
 
-impl Step for f32 {
-    fn of(lr: f64) -> f32 {
+impl Float for f32 {
+    fn of_f32(x: f32) -> f32 {
+        x
+    }
+    fn of_lr(lr: f64) -> f32 {
         lr as f32
     }
+    fn sqrt(self) -> f32 {
+        f32::sqrt(self)
+    }
 }
 
-impl Step for f64 {
-    fn of(lr: f64) -> f64 {
+impl Float for f64 {
+    fn of_f32(x: f32) -> f64 {
+        f64::from(x)
+    }
+    fn of_lr(lr: f64) -> f64 {
         lr
     }
+    fn sqrt(self) -> f64 {
+        f64::sqrt(self)
+    }
+}
+
+/// `t` (whole, contiguous, `n` values of type `T`) with a buffer nothing else holds: its
+/// own, else a copy.
+pub(super) fn owned<T: Float>(mut t: FlexTensor, n: usize) -> FlexTensor {
+    if t.try_storage_mut::<T>().is_some() {
+        return t;
+    }
+    let values = t.storage::<T>()[..n].to_vec();
+    FlexTensor::from_data(burn::tensor::TensorData::new(values, t.shape()))
 }
 
 /// The step written into whichever of the two buffers nothing else holds (the
-/// gradient's first), or into a new one. Both are contiguous from their start, of one
-/// shape and of type `T`.
-fn fused<T: Step>(mut p: FlexTensor, mut g: FlexTensor, lr: f64) -> FlexTensor {
-    let lr = T::of(lr);
+/// gradient's first, else the parameter's, else a copy of the parameter). Both are
+/// contiguous from their start, of one shape and of type `T`.
+fn fused<T: Float>(p: FlexTensor, mut g: FlexTensor, lr: f64) -> FlexTensor {
+    let lr = T::of_lr(lr);
     let n = p.shape().num_elements();
     if let Some(gs) = g.try_storage_mut::<T>() {
         let ps = &p.storage::<T>()[..n];
@@ -55,16 +91,12 @@ fn fused<T: Step>(mut p: FlexTensor, mut g: FlexTensor, lr: f64) -> FlexTensor {
         }
         return g;
     }
-    if let Some(ps) = p.try_storage_mut::<T>() {
-        let gs = &g.storage::<T>()[..n];
-        for (p, &g) in ps[..n].iter_mut().zip(gs) {
-            *p = *p - g * lr;
-        }
-        return p;
+    let mut p = owned::<T>(p, n);
+    let gs = &g.storage::<T>()[..n];
+    for (p, &g) in p.try_storage_mut::<T>().expect("owned")[..n].iter_mut().zip(gs) {
+        *p = *p - g * lr;
     }
-    let (ps, gs) = (&p.storage::<T>()[..n], &g.storage::<T>()[..n]);
-    let out: Vec<T> = ps.iter().zip(gs).map(|(&p, &g)| p - g * lr).collect();
-    FlexTensor::from_data(burn::tensor::TensorData::new(out, p.shape()))
+    p
 }
 
 impl SgdOps for Flex {
