@@ -56,12 +56,14 @@ pub struct GraphTensors {
     strategy: Option<Strategy>,
 }
 
-/// An unweighted graph on the host: its arcs `src[e] → dst[e]` grouped by target (no
-/// self loops), the in-degrees, and where its tensors go.
+/// An unweighted graph on the host: the self-looped set's arcs `src[e] → dst[e]` — the
+/// first `arcs` the graph's own, grouped by target, then one loop per node —, the
+/// in-degrees, and where its tensors go.
 #[derive(Debug)]
 struct Plain {
     src: Vec<u32>,
     dst: Vec<u32>,
+    arcs: usize,
     deg: Vec<f64>,
     options: TensorCreationOptions,
 }
@@ -71,7 +73,7 @@ impl Plain {
     /// formulas give them.
     fn weights(&self, norm: Norm) -> Vec<f64> {
         let deg = &self.deg;
-        let arcs = self.src.iter().zip(&self.dst).map(|(&u, &v)| (deg[u as usize], deg[v as usize]));
+        let arcs = self.src[..self.arcs].iter().zip(&self.dst[..self.arcs]).map(|(&u, &v)| (deg[u as usize], deg[v as usize]));
         match norm {
             Norm::Sum => unreachable!("the plain sum is unweighted"),
             // d_v ≥ 1 at every arc's target (the arc enters v); d_u is 0 only in a directed graph.
@@ -118,18 +120,17 @@ impl GraphTensors {
             return Err(Error::param("graph", "a model needs at least one node"));
         }
         let deg: Vec<f64> = (0..n).map(|v| senders(v).len() as f64).collect();
-        let arcs = deg.iter().sum::<f64>() as usize;
-        let (mut src, mut dst) = (Vec::with_capacity(arcs + n), Vec::with_capacity(arcs + n));
+        let (mut src, mut dst) = (Vec::new(), Vec::new());
         for v in 0..n {
             for &u in senders(v) {
                 src.push(u);
                 dst.push(v as u32);
             }
         }
-        let loops = 0..n as u32;
-        let looped_src: Vec<u32> = src.iter().copied().chain(loops.clone()).collect();
-        let looped_dst: Vec<u32> = dst.iter().copied().chain(loops).collect();
-        let looped = Edges::new(&looped_src, &looped_dst, n, n, &options);
+        let arcs = src.len();
+        src.extend(0..n as u32);
+        dst.extend(0..n as u32);
+        let looped = Edges::new(&src, &dst, n, n, &options);
         Ok(GraphTensors {
             num_nodes: n,
             edges: OnceLock::new(),
@@ -138,7 +139,7 @@ impl GraphTensors {
             sym_w: OnceLock::new(),
             gcn_w: OnceLock::new(),
             learned: None,
-            plain: Some(Arc::new(Plain { src, dst, deg, options })),
+            plain: Some(Arc::new(Plain { src, dst, arcs, deg, options })),
             strategy: None,
         })
     }
@@ -236,7 +237,7 @@ impl GraphTensors {
     pub fn edges(&self) -> &Edges {
         self.edges.get_or_init(|| {
             let p = self.plain.as_ref().expect("a weighted graph's edges are built with it");
-            let edges = Edges::new(&p.src, &p.dst, self.num_nodes, self.num_nodes, &p.options);
+            let edges = Edges::new(&p.src[..p.arcs], &p.dst[..p.arcs], self.num_nodes, self.num_nodes, &p.options);
             match self.strategy {
                 Some(s) => edges.with_strategy(s),
                 None => edges,
