@@ -111,22 +111,20 @@ impl Groups {
     /// back in edge order. Rows of 1, 2, 4 or 8 values move as loads and stores, not a
     /// `memcpy` call each (GAT's heads).
     fn scatter<T: Copy + Default>(&self, rows: &[T], width: usize) -> Vec<T> {
-        fn put<T: Copy, const W: usize>(out: &mut [T], rows: &[T], edges: &[u32]) {
-            for (&e, row) in edges.iter().zip(rows.chunks_exact(W)) {
-                out[e as usize * W..(e as usize + 1) * W].copy_from_slice(row);
+        // Inlined into each arm below, so a literal width is a constant length.
+        #[inline(always)]
+        fn put<T: Copy>(out: &mut [T], rows: &[T], edges: &[u32], w: usize) {
+            for (&e, row) in edges.iter().zip(rows.chunks_exact(w)) {
+                out[e as usize * w..(e as usize + 1) * w].copy_from_slice(row);
             }
         }
         let mut out = vec![T::default(); rows.len()];
         match width {
-            1 => put::<T, 1>(&mut out, rows, &self.edge),
-            2 => put::<T, 2>(&mut out, rows, &self.edge),
-            4 => put::<T, 4>(&mut out, rows, &self.edge),
-            8 => put::<T, 8>(&mut out, rows, &self.edge),
-            w => {
-                for (&e, row) in self.edge.iter().zip(rows.chunks_exact(w)) {
-                    out[e as usize * w..(e as usize + 1) * w].copy_from_slice(row);
-                }
-            }
+            1 => put(&mut out, rows, &self.edge, 1),
+            2 => put(&mut out, rows, &self.edge, 2),
+            4 => put(&mut out, rows, &self.edge, 4),
+            8 => put(&mut out, rows, &self.edge, 8),
+            w => put(&mut out, rows, &self.edge, w),
         }
         out
     }
