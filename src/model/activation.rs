@@ -5,7 +5,7 @@
 //! the last bit in value and gradient. The composed form's six element passes, their
 //! masks and a libm `exp` call per element took a quarter of a 2 × 16 SAGE run; the
 //! fused kernels run without branches, vectorised, with glibc's own `expf` computation
-//! inlined ([`expf`]).
+//! inlined ([`expf_core`]).
 
 use burn::backend::autodiff::Autodiff;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -19,6 +19,7 @@ use burn::tensor::{DType, Tensor, TensorData};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::expf::{MAY_UNDERFLOW, expf_core};
 use super::propagate::Strategy;
 use super::spmm::contiguous;
 
@@ -48,7 +49,7 @@ const GAMMA: f64 = 1.050_700_987_355_480_5;
 
 /// log(2^-149), the least f32 subnormal: below it glibc's `expf` leaves its fast path for
 /// an underflow handler that sets `errno` (`__math_may_uflowf`, `__math_uflowf`).
-const EXP_UNDERFLOW: f64 = -103.278_923_034_667_97; // −0x1.9d1d9ep6, exact in f32
+const EXP_UNDERFLOW: f64 = MAY_UNDERFLOW as f64; // −0x1.9d1d9ep6 ≈ −103.28
 
 /// SELU written so that no branch ever evaluates `exp` of a large positive number:
 /// Burn's `selu` computes exp(x) everywhere and masks it, and for large x the masked
@@ -75,7 +76,7 @@ pub trait SeluOps: Backend {
     fn selu_backward(x: FloatTensor<Self>, g: FloatTensor<Self>) -> FloatTensor<Self>;
 }
 
-/// The float types the kernels run in. f32's `exp` is [`expf`], glibc's own computation
+/// The float types the kernels run in. f32's `exp` is [`expf_core`], glibc's own computation
 /// (what burn-flex's `exp` calls on glibc); f64's the standard library's.
 trait SeluReal:
     Copy
@@ -105,7 +106,7 @@ impl SeluReal for f32 {
     }
     #[inline(always)]
     fn exp(self) -> f32 {
-        expf(self)
+        expf_core(self)
     }
     #[inline(always)]
     fn clamp_to(self, lo: f32, hi: f32) -> f32 {
@@ -125,70 +126,6 @@ impl SeluReal for f64 {
     fn clamp_to(self, lo: f64, hi: f64) -> f64 {
         self.clamp(lo, hi)
     }
-}
-
-/// 2^(i/32) as f64 bits, less i·2^47 (the exponent the index adds back): glibc's
-/// `__exp2f_data.tab`, from Arm's optimized-routines.
-const EXP2_TABLE: [u64; 32] = [
-    0x3ff0000000000000,
-    0x3fefd9b0d3158574,
-    0x3fefb5586cf9890f,
-    0x3fef9301d0125b51,
-    0x3fef72b83c7d517b,
-    0x3fef54873168b9aa,
-    0x3fef387a6e756238,
-    0x3fef1e9df51fdee1,
-    0x3fef06fe0a31b715,
-    0x3feef1a7373aa9cb,
-    0x3feedea64c123422,
-    0x3feece086061892d,
-    0x3feebfdad5362a27,
-    0x3feeb42b569d4f82,
-    0x3feeab07dd485429,
-    0x3feea47eb03a5585,
-    0x3feea09e667f3bcd,
-    0x3fee9f75e8ec5f74,
-    0x3feea11473eb0187,
-    0x3feea589994cce13,
-    0x3feeace5422aa0db,
-    0x3feeb737b0cdc5e5,
-    0x3feec49182a3f090,
-    0x3feed503b23e255d,
-    0x3feee89f995ad3ad,
-    0x3feeff76f2fb5e47,
-    0x3fef199bdd85529c,
-    0x3fef3720dcef9069,
-    0x3fef5818dcfba487,
-    0x3fef7c97337b9b5f,
-    0x3fefa4afa2a490da,
-    0x3fefd0765b6e4540,
-];
-
-/// e^x as glibc computes it on x86-64 with FMA (`__expf_fma`, Arm's algorithm: x·32/ln 2
-/// = k + r, e^x = 2^(k/32)·p(r) with a cubic p, all in f64 with these fused multiply-adds,
-/// rounded once to f32), for L ≤ x ≤ 88 where glibc takes this path: the same value to
-/// the last bit (checked against libm on every f32 in [L, 0],
-/// `expf_equals_glibcs_on_every_input_selu_takes`), but inlined and vectorised where libm
-/// is one call per element. `mul_add` is one rounding on every machine, so the value
-/// does not depend on the CPU either.
-#[inline(always)]
-fn expf(x: f32) -> f32 {
-    const INV_LN2_N: f64 = f64::from_bits(0x40471547652b82fe); // 32/ln 2
-    const SHIFT: f64 = f64::from_bits(0x4338000000000000); // 1.5·2^52
-    const C0: f64 = f64::from_bits(0x3ebc6af84b912394);
-    const C1: f64 = f64::from_bits(0x3f2ebfce50fac4f3);
-    const C2: f64 = f64::from_bits(0x3f962e42ff0c52d6);
-    let xd = f64::from(x);
-    let kd = INV_LN2_N.mul_add(xd, SHIFT);
-    let ki = kd.to_bits();
-    let kd = kd - SHIFT;
-    let r = INV_LN2_N.mul_add(xd, -kd);
-    let s = f64::from_bits(EXP2_TABLE[(ki & 31) as usize].wrapping_add(ki << 47));
-    let z = r.mul_add(C0, C1);
-    let r2 = r * r;
-    let y = r.mul_add(C2, 1.0);
-    let y = z.mul_add(r2, y);
-    (y * s) as f32
 }
 
 /// Elements per rayon task: a few ns each.
@@ -323,6 +260,7 @@ impl<B: Backend + SeluOps, C: CheckpointStrategy> SeluOps for Autodiff<B, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::expf::tests::libm_is_glibcs_fma_variant;
     use crate::model::tests::support::{cpu, random_values};
     use burn::tensor::TensorCreationOptions;
 
@@ -337,43 +275,6 @@ mod tests {
         }
         v.truncate(v.len() / 7 * 7);
         v
-    }
-
-    /// [`expf`] against libm's `expf` on every f32 SELU takes it on, [L, 0] (1.1·10⁹
-    /// values): bit for bit where libm is glibc's x86-64 FMA variant (what burn-flex's
-    /// `exp` calls on Linux with FMA, hence the composed form's values), else within one
-    /// unit in the last place.
-    #[test]
-    fn expf_equals_glibcs_on_every_input_selu_takes() {
-        let glibc = libm_is_glibcs_fma_variant();
-        let low = (EXP_UNDERFLOW as f32).to_bits();
-        // −0 up to L in bit order (the sign bit set: magnitudes increase with the bits).
-        let chunks: Vec<(u32, u32)> = (0x8000_0000u32..=low).step_by(1 << 20).map(|a| (a, low.min(a + (1 << 20) - 1))).collect();
-        let worst = chunks
-            .into_par_iter()
-            .map(|(a, b)| {
-                let mut worst = (0u32, 0.0f32);
-                for bits in a..=b {
-                    let x = f32::from_bits(bits);
-                    let (ours, libm) = (expf(x), x.exp());
-                    let ulps = (i64::from(ours.to_bits()) - i64::from(libm.to_bits())).unsigned_abs() as u32;
-                    if ulps > worst.0 {
-                        worst = (ulps, x);
-                    }
-                }
-                worst
-            })
-            .reduce(|| (0, 0.0), |a, b| if a.0 >= b.0 { a } else { b });
-        assert!(worst.0 <= if glibc { 0 } else { 1 }, "{} ulps at x = {:e}", worst.0, worst.1);
-    }
-
-    /// Whether libm's `expf` is glibc's x86-64 FMA variant (glibc picks it on a CPU with
-    /// FMA and AVX2), which [`expf`] computes the same way.
-    fn libm_is_glibcs_fma_variant() -> bool {
-        #[cfg(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64"))]
-        return std::arch::is_x86_feature_detected!("fma") && std::arch::is_x86_feature_detected!("avx2");
-        #[cfg(not(all(target_os = "linux", target_env = "gnu", target_arch = "x86_64")))]
-        false
     }
 
     /// The fused op against the composed form, in f32 and f64: the same outputs and the

@@ -15,6 +15,7 @@ pub mod classifier;
 pub mod config;
 pub mod dense;
 pub mod dropout;
+pub mod expf;
 pub mod gat;
 pub mod gcn;
 pub mod graph_tensors;

@@ -250,7 +250,8 @@ pub fn spmm_weighted(x: Tensor<2>, w: Tensor<2>, pattern: &SharedPattern, transp
 
 /// The float types the kernels run in.
 trait Real:
-    Copy
+    Exp
+    + Copy
     + Send
     + Sync
     + Default
@@ -270,8 +271,13 @@ trait Real:
     fn dot4(a: [&[Self]; 4], b: [&[Self]; 4]) -> [Self; 4];
     /// [`dot4`](Real::dot4) of one row `a` with four rows `b`: `a` read once.
     fn dot4_shared(a: &[Self], b: [&[Self]; 4]) -> [Self; 4];
-    fn exp(self) -> Self;
     fn from_f64(x: f64) -> Self;
+}
+
+/// e^x in each float type (a trait apart from [`Real`]'s macro-written methods: f32's is
+/// written out, f64's libm's).
+trait Exp {
+    fn exp(self) -> Self;
 }
 
 macro_rules! real {
@@ -343,10 +349,6 @@ macro_rules! real {
                 }
                 reduce4([l0, l1, l2, l3], [a; 4], b)
             }
-            #[inline]
-            fn exp(self) -> $t {
-                <$t>::exp(self)
-            }
             fn from_f64(x: f64) -> $t {
                 x as $t
             }
@@ -355,6 +357,21 @@ macro_rules! real {
 }
 real!(f32);
 real!(f64);
+
+impl Exp for f32 {
+    /// glibc's `expf`, inlined (what `f32::exp` calls on glibc with FMA, the same bits).
+    #[inline(always)]
+    fn exp(self) -> f32 {
+        super::expf::expf(self)
+    }
+}
+
+impl Exp for f64 {
+    #[inline]
+    fn exp(self) -> f64 {
+        f64::exp(self)
+    }
+}
 
 /// Four dot products' eight lanes each, added as [`Real::dot`] adds them, then the
 /// tails in order.
@@ -867,29 +884,8 @@ fn per_target<T: Real>(pattern: &Pattern, heads: usize, row: impl Fn(usize, &[u3
 
 /// Per target, in edge order: logits, their maximum, exponentials, their sum, α.
 fn edge_softmax_kernel<T: Real>(a_src: &[T], a_dst: &[T], heads: usize, pattern: &Pattern, slope: T) -> Vec<T> {
-    let leaky = |x: T| if x > T::default() { x } else { slope * x };
-    per_target(pattern, heads, |t, edges, row| {
-        for k in 0..heads {
-            let mut max = T::NEG_INFINITY;
-            for (i, &e) in edges.iter().enumerate() {
-                let s = pattern.src[e as usize] as usize;
-                let l = leaky(a_src[s * heads + k] + a_dst[t * heads + k]);
-                row[i * heads + k] = l;
-                if l > max {
-                    max = l;
-                }
-            }
-            let mut sum = T::default();
-            for i in 0..edges.len() {
-                let p = (row[i * heads + k] - max).exp();
-                row[i * heads + k] = p;
-                sum += p;
-            }
-            for i in 0..edges.len() {
-                row[i * heads + k] = row[i * heads + k] / sum;
-            }
-        }
-    })
+    let scores = Scores { a_src, a_dst, heads, src: &pattern.src, slope };
+    per_target(pattern, heads, |t, edges, row| scores.dispatch(Pass::Softmax, t, edges, row))
 }
 
 fn edge_softmax_grad_kernel<T: Real>(
@@ -901,22 +897,140 @@ fn edge_softmax_grad_kernel<T: Real>(
     pattern: &Pattern,
     slope: T,
 ) -> Vec<T> {
-    per_target(pattern, heads, |t, edges, row| {
-        for k in 0..heads {
-            let mut dot = T::default();
-            for &e in edges {
-                let j = e as usize * heads + k;
-                dot += alpha[j] * grad[j];
+    let scores = Scores { a_src, a_dst, heads, src: &pattern.src, slope };
+    per_target(pattern, heads, |t, edges, row| scores.dispatch(Pass::Gradient { alpha, grad }, t, edges, row))
+}
+
+/// GAT's node scores, `[N, H]` at the sources and the targets, and the LeakyReLU slope
+/// between them and an edge's logit.
+struct Scores<'a, T> {
+    a_src: &'a [T],
+    a_dst: &'a [T],
+    heads: usize,
+    src: &'a [u32],
+    slope: T,
+}
+
+/// What one target's row holds after [`Scores::dispatch`].
+#[derive(Clone, Copy)]
+enum Pass<'a, T> {
+    /// α per edge and head.
+    Softmax,
+    /// The pre-activation gradient per edge and head, from α and the gradient of the
+    /// loss in α, both `[E, H]` in edge order.
+    Gradient { alpha: &'a [T], grad: &'a [T] },
+}
+
+/// Heads a target's pass handles side by side (their running maxima and sums fit in
+/// registers); more go in blocks of this many.
+const HEAD_BLOCK: usize = 16;
+
+impl<T: Real> Scores<'_, T> {
+    /// One target's row, compiled for AVX-512F or AVX2 with FMA where the CPU has them
+    /// (f32's `exp` is glibc's formula, fused multiply-adds: the same values on every
+    /// path, faster with FMA in the target features).
+    fn dispatch(&self, pass: Pass<'_, T>, t: usize, edges: &[u32], row: &mut [T]) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx512f") && has!("fma") {
+                // SAFETY: the CPU has AVX-512F and FMA (checked just above).
+                return unsafe { self.target_avx512(pass, t, edges, row) };
             }
-            for (i, &e) in edges.iter().enumerate() {
-                let j = e as usize * heads + k;
-                let g = alpha[j] * (grad[j] - dot);
-                let s = pattern.src[e as usize] as usize;
-                let pre = a_src[s * heads + k] + a_dst[t * heads + k];
-                row[i * heads + k] = if pre > T::default() { g } else { slope * g };
+            if has!("avx2") && has!("fma") {
+                // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                return unsafe { self.target_avx2(pass, t, edges, row) };
             }
         }
-    })
+        self.target(pass, t, edges, row)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,fma")]
+    unsafe fn target_avx512(&self, pass: Pass<'_, T>, t: usize, edges: &[u32], row: &mut [T]) {
+        self.target(pass, t, edges, row)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn target_avx2(&self, pass: Pass<'_, T>, t: usize, edges: &[u32], row: &mut [T]) {
+        self.target(pass, t, edges, row)
+    }
+
+    /// The heads in blocks, common head counts as literal widths (the loops over a
+    /// block's heads unrolled and vectorised).
+    #[inline(always)]
+    fn target(&self, pass: Pass<'_, T>, t: usize, edges: &[u32], row: &mut [T]) {
+        match self.heads {
+            1 => self.block(pass, t, edges, row, 0, 1),
+            2 => self.block(pass, t, edges, row, 0, 2),
+            4 => self.block(pass, t, edges, row, 0, 4),
+            8 => self.block(pass, t, edges, row, 0, 8),
+            h => (0..h).step_by(HEAD_BLOCK).for_each(|k0| self.block(pass, t, edges, row, k0, HEAD_BLOCK.min(h - k0))),
+        }
+    }
+
+    /// Heads `k0..k0 + width` of target `t`'s row (`row[i·H + k]`: edge `i` of `edges`,
+    /// head `k`). Each head's values are computed as they would be alone — the same
+    /// operations, its edges in the same order — the heads side by side.
+    #[inline(always)]
+    fn block(&self, pass: Pass<'_, T>, t: usize, edges: &[u32], row: &mut [T], k0: usize, width: usize) {
+        let h = self.heads;
+        let dst = &self.a_dst[t * h + k0..][..width];
+        let logit_in = |e: u32| &self.a_src[self.src[e as usize] as usize * h + k0..][..width];
+        let mut acc = [T::default(); HEAD_BLOCK];
+        let acc = &mut acc[..width];
+        match pass {
+            Pass::Softmax => {
+                // The logits and each head's maximum, then e^(l − max) and each head's
+                // sum, then α = e^(l − max) / sum.
+                let mut max = [T::NEG_INFINITY; HEAD_BLOCK];
+                let max = &mut max[..width];
+                for (i, &e) in edges.iter().enumerate() {
+                    let out = &mut row[i * h + k0..][..width];
+                    for (((o, &a), &b), m) in out.iter_mut().zip(logit_in(e)).zip(dst).zip(max.iter_mut()) {
+                        let x = a + b;
+                        let l = if x > T::default() { x } else { self.slope * x };
+                        *o = l;
+                        if l > *m {
+                            *m = l;
+                        }
+                    }
+                }
+                for i in 0..edges.len() {
+                    for ((o, &m), sum) in row[i * h + k0..][..width].iter_mut().zip(&*max).zip(acc.iter_mut()) {
+                        let p = (*o - m).exp();
+                        *o = p;
+                        *sum += p;
+                    }
+                }
+                for i in 0..edges.len() {
+                    for (o, &sum) in row[i * h + k0..][..width].iter_mut().zip(&*acc) {
+                        *o = *o / sum;
+                    }
+                }
+            }
+            Pass::Gradient { alpha, grad } => {
+                // Each head's Σ α·g over the target's edges, then α·(g − Σ) through the
+                // LeakyReLU's slope.
+                for &e in edges {
+                    let j = e as usize * h + k0;
+                    for ((dot, &a), &g) in acc.iter_mut().zip(&alpha[j..][..width]).zip(&grad[j..][..width]) {
+                        *dot += a * g;
+                    }
+                }
+                for (i, &e) in edges.iter().enumerate() {
+                    let j = e as usize * h + k0;
+                    let (a, g) = (&alpha[j..][..width], &grad[j..][..width]);
+                    let pre = logit_in(e).iter().zip(dst).map(|(&s, &d)| s + d);
+                    for (((o, pre), (&a, &g)), &dot) in row[i * h + k0..][..width].iter_mut().zip(pre).zip(a.iter().zip(g)).zip(&*acc) {
+                        let g = a * (g - dot);
+                        *o = if pre > T::default() { g } else { self.slope * g };
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// `[N, H]` node scores of a pattern's source and target sets.
@@ -1409,6 +1523,79 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// GAT's edge softmax and its gradient, each head's values bit for bit what that head
+    /// alone gives when computed the plain way — its edges in edge order, the standard
+    /// library's `exp` (libm's):
+    /// head counts up to a block and past it (20: a full block and a partial one), f32 and
+    /// f64, logits large enough that some exponentials underflow, on every compiled path
+    /// this CPU can run.
+    #[test]
+    fn edge_softmax_is_each_heads_softmax_alone() {
+        fn check<T: Real + std::fmt::Debug>(heads: usize, seed: u64, std_exp: fn(T) -> T, bits: fn(T) -> u64) {
+            let mut r = crate::rng::derive(seed, "test-edge-softmax", &[heads as u64]);
+            use rand::Rng as _;
+            let (rows, edges) = (30, 140);
+            // Scores of every scale: heads 0, 3, 6, … spread far enough that exp(l − max)
+            // underflows for some edges (below −104 in f32, −745 in f64).
+            let scale = |k: usize| if k.is_multiple_of(3) { 2000.0 } else { 3.0 };
+            let a_src: Vec<T> = (0..rows * heads).map(|i| T::from_f64((r.random::<f64>() * 2.0 - 1.0) * scale(i % heads))).collect();
+            let a_dst: Vec<T> = (0..rows * heads).map(|i| T::from_f64((r.random::<f64>() * 2.0 - 1.0) * scale(i % heads))).collect();
+            let grad: Vec<T> = (0..edges * heads).map(|_| T::from_f64(r.random::<f64>() * 2.0 - 1.0)).collect();
+            let src: Vec<u32> = (0..edges).map(|_| r.random_range(0..rows as u32)).collect();
+            let dst: Vec<u32> = (0..edges).map(|_| r.random_range(0..rows as u32 - 2)).collect(); // two targets without edges
+            let pattern = Pattern::new(&src, &dst, rows, rows);
+            let slope = T::from_f64(0.2);
+            let leaky = |x: T| if x > T::default() { x } else { slope * x };
+            let (mut alpha, mut pre) = (vec![T::default(); edges * heads], vec![T::default(); edges * heads]);
+            for t in 0..rows {
+                let into: Vec<usize> = (0..edges).filter(|&e| dst[e] as usize == t).collect();
+                for k in 0..heads {
+                    let logit = |e: usize| leaky(a_src[src[e] as usize * heads + k] + a_dst[t * heads + k]);
+                    let max = into.iter().map(|&e| logit(e)).fold(T::NEG_INFINITY, |m, l| if l > m { l } else { m });
+                    let p: Vec<T> = into.iter().map(|&e| std_exp(logit(e) - max)).collect();
+                    let sum = p.iter().fold(T::default(), |s, &p| s + p);
+                    for (&e, &p) in into.iter().zip(&p) {
+                        alpha[e * heads + k] = p / sum;
+                    }
+                    let dot = into.iter().fold(T::default(), |d, &e| d + alpha[e * heads + k] * grad[e * heads + k]);
+                    for &e in &into {
+                        let j = e * heads + k;
+                        let g = alpha[j] * (grad[j] - dot);
+                        pre[j] = if a_src[src[e] as usize * heads + k] + a_dst[t * heads + k] > T::default() { g } else { slope * g };
+                    }
+                }
+            }
+            assert!(alpha.iter().any(|&a| a == T::default()), "no exponential underflowed: the test misses that range");
+            let scores = Scores { a_src: &a_src, a_dst: &a_dst, heads, src: &pattern.src, slope };
+            type Path<T> = fn(&Scores<'_, T>, Pass<'_, T>, usize, &[u32], &mut [T]);
+            let mut paths: Vec<(&str, Path<T>)> =
+                vec![("portable", |s, p, t, e, r| s.target(p, t, e, r)), ("dispatched", |s, p, t, e, r| s.dispatch(p, t, e, r))];
+            #[cfg(target_arch = "x86_64")]
+            {
+                use std::arch::is_x86_feature_detected as has;
+                if has!("avx2") && has!("fma") {
+                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                    paths.push(("avx2", |s, p, t, e, r| unsafe { s.target_avx2(p, t, e, r) }));
+                }
+                if has!("avx512f") && has!("fma") {
+                    // SAFETY: the CPU has AVX-512F and FMA (checked just above).
+                    paths.push(("avx512f", |s, p, t, e, r| unsafe { s.target_avx512(p, t, e, r) }));
+                }
+            }
+            let b = |v: &[T]| v.iter().map(|&x| bits(x)).collect::<Vec<_>>();
+            for (name, path) in paths {
+                let got = per_target(&pattern, heads, |t, e, row| path(&scores, Pass::Softmax, t, e, row));
+                assert_eq!(b(&got), b(&alpha), "{name}: α, {heads} heads");
+                let got = per_target(&pattern, heads, |t, e, row| path(&scores, Pass::Gradient { alpha: &alpha, grad: &grad }, t, e, row));
+                assert_eq!(b(&got), b(&pre), "{name}: gradient, {heads} heads");
+            }
+        }
+        for heads in [1, 2, 3, 8, 20] {
+            check::<f32>(heads, 1, f32::exp, |x| u64::from(x.to_bits()));
+            check::<f64>(heads, 2, f64::exp, f64::to_bits);
         }
     }
 }
