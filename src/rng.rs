@@ -7,6 +7,7 @@ use rand_chacha::ChaCha8Rng;
 
 mod chacha8;
 mod normals;
+pub use chacha8::fill_u32;
 pub use normals::{Normals, standard_normals};
 
 /// Whether [`standard_normals`] may use AVX-512 where the CPU has it. Benchmarks turn it

@@ -6,7 +6,6 @@
 //! backend.
 
 use burn::tensor::{Tensor, TensorData};
-use rand::Rng as _;
 
 use super::propagate::like;
 use crate::rng::Rng;
@@ -15,8 +14,9 @@ use crate::rng::Rng;
 /// `rng` is `None` (evaluation) or `p == 0`.
 ///
 /// Each entry costs one 32-bit draw, kept when below round((1−p)·2³²): the keep
-/// probability is 1−p to within 2⁻³³, and the draws fill the buffer in blocks (the
-/// generator's fast path), which matters at a million entries per epoch.
+/// probability is 1−p to within 2⁻³³, and the draws fill the buffer in bulk (sixteen
+/// ChaCha8 blocks at a time on AVX-512, [`crate::rng::fill_u32`]), which matters at a
+/// million entries per epoch.
 pub fn dropout(x: Tensor<2>, p: f64, rng: Option<&mut Rng>) -> Tensor<2> {
     let Some(rng) = rng else { return x };
     if p <= 0.0 {
@@ -27,7 +27,7 @@ pub fn dropout(x: Tensor<2>, p: f64, rng: Option<&mut Rng>) -> Tensor<2> {
     let scale = (1.0 / keep) as f32;
     let threshold = (keep * 4_294_967_296.0).round() as u64;
     let mut bits = vec![0u32; dims[0] * dims[1]];
-    rng.fill(&mut bits[..]);
+    crate::rng::fill_u32(rng, &mut bits);
     let mask: Vec<f32> = bits.into_iter().map(|b| if u64::from(b) < threshold { scale } else { 0.0 }).collect();
     let mask = Tensor::from_data(TensorData::new(mask, dims), like(&x));
     x * mask

@@ -17,6 +17,25 @@ pub(super) fn fill_words(rng: &mut Rng, out: &mut [u64]) {
     rng.fill(out);
 }
 
+/// Fills `out` with the next `out.len()` values of `rng.next_u32()` — what `rng.fill(out)`
+/// gives — and leaves `rng` where those calls would: [`fill_words`]' words, each the
+/// next two 32-bit values (low half first), then one more value for an odd length.
+pub fn fill_u32(rng: &mut Rng, out: &mut [u32]) {
+    let mut words = [0u64; 512];
+    // Chunks of an even length but for the last.
+    for chunk in out.chunks_mut(2 * words.len()) {
+        let words = &mut words[..chunk.len() / 2];
+        fill_words(rng, words);
+        let mut pairs = chunk.chunks_exact_mut(2);
+        for (pair, &w) in pairs.by_ref().zip(words.iter()) {
+            (pair[0], pair[1]) = (w as u32, (w >> 32) as u32);
+        }
+        if let [last] = pairs.into_remainder() {
+            *last = rand::RngCore::next_u32(rng);
+        }
+    }
+}
+
 /// [`fill_words`] sixteen blocks at a time.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
@@ -143,6 +162,28 @@ unsafe fn blocks16(key: &[u32; 8], counter: u64, stream: u64, out: &mut [u32; 25
 mod tests {
     use super::*;
     use rand::{RngCore as _, SeedableRng as _};
+
+    /// Bulk 32-bit values equal `next_u32`'s one by one (and `rand`'s `fill`), whatever
+    /// the start (odd, mid-block) and length (odd, across a chunk of words), and leave
+    /// the RNG where those calls would.
+    #[test]
+    fn bulk_halves_are_the_rngs_u32s() {
+        for (case, start) in [0u128, 1, 7, 16 * 3 + 5].into_iter().enumerate() {
+            for len in [0usize, 1, 2, 3, 127, 128, 129, 255, 1023, 1024, 1025, 2049, 5001] {
+                let mut want = Rng::seed_from_u64(case as u64 * 7 + len as u64);
+                want.set_word_pos(start);
+                let (mut got, mut filled) = (want.clone(), want.clone());
+                let expected: Vec<u32> = (0..len).map(|_| want.next_u32()).collect();
+                let mut values = vec![0u32; len];
+                fill_u32(&mut got, &mut values);
+                assert_eq!(values, expected, "start {start}, {len} values");
+                assert_eq!(got.get_word_pos(), want.get_word_pos(), "start {start}, {len} values");
+                let mut by_rand = vec![0u32; len];
+                rand::Rng::fill(&mut filled, &mut by_rand[..]);
+                assert_eq!(by_rand, expected, "rand's fill, start {start}, {len} values");
+            }
+        }
+    }
 
     /// Bulk words equal rand_chacha's one by one, whatever the position (odd, mid-block,
     /// the low counter word carrying into the high one, the 64-bit counter wrapping) and
