@@ -8,9 +8,13 @@
 //! timed (best of five) and divided by the model's estimate of that same run: training's
 //! factor. The defended probe is the same with DP-GNN for one round: what it takes
 //! beyond its base part at that factor, over the model's defense part, is the factor of
-//! the defenses' own work. Together about 3 s; they need no data. `FGL_TIME_FACTOR`
-//! pins both instead (a user who knows their machine, or two front ends that must print
-//! the same plan).
+//! the defenses' own work. The dense probe is the same with RGNN's dense features for
+//! one round: what it takes beyond its other parts, over the model's dense products, is
+//! gemm's factor (on the AVX-512 host gemm gained less on the model's machine than the
+//! sparse kernels did: RGNN's and Solitude's runs in the Cora matrix took 1.4–1.6× the
+//! estimate with training's factor applied to their products). Together about 4 s; they
+//! need no data. `FGL_TIME_FACTOR` pins all three instead (a user who knows their
+//! machine, or two front ends that must print the same plan).
 //!
 //! Runs that will share the machine are probed sharing it: as many copies of each probe
 //! side by side as the plan keeps cores busy (two runs at once on a 2-core VM took 1.1–1.3×
@@ -57,6 +61,11 @@ const DEFENDED: [&str; 4] = [
     "federation.rounds=1",
 ];
 
+/// The third probe adds RGNN's dense features (GRR-FS reports, no reconstruction hops,
+/// no LLP term) to the first, one round: its time is mostly gemm's X·W and Xᵀ·∂Z.
+const DENSE: [&str; 3] =
+    ["defenses=[{kind: rgnn, epsilon_x: 8, m: 10, epsilon_y: .inf, kx: 0, ky: 0, clusters: 0}]", "train.lr=0.01", "federation.rounds=1"];
+
 /// This machine against the time model's, per part of [`estimate::Time`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Speed {
@@ -65,6 +74,8 @@ pub struct Speed {
     /// The same for the defenses' own work: it gains less from wider vectors and
     /// faster arithmetic (noise draws, per-arc work) than training's products.
     pub defenses: f64,
+    /// The same for training's dense products (gemm).
+    pub dense: f64,
     /// The probes' best times and the model's estimates of them; `None` when pinned.
     pub probe: Option<Probes>,
 }
@@ -74,6 +85,7 @@ pub struct Speed {
 pub struct Probes {
     pub plain: (f64, estimate::Time),
     pub defended: (f64, estimate::Time),
+    pub dense: (f64, estimate::Time),
     /// Copies of each probe run side by side (their mean best time is taken).
     pub side_by_side: usize,
 }
@@ -88,15 +100,21 @@ impl Speed {
     /// serial part divides among them.
     pub fn wall(&self, t: estimate::Time, cores: usize) -> f64 {
         let cores = cores.max(1) as f64;
-        t.serial * self.base + ((t.base - t.serial) * self.base + t.defenses * self.defenses) / cores
+        t.serial * self.base + ((t.base - t.serial) * self.base + t.dense * self.dense + t.defenses * self.defenses) / cores
     }
 
     /// One line saying where the factors come from.
     pub fn describe(&self) -> String {
         match self.probe {
-            Some(Probes { plain: (plain, plain_model), defended: (defended, defended_model), side_by_side }) => format!(
-                "times are the cost model's scaled to this machine by two probe runs{}: a plain one took {plain:.2} s where the model says {:.2} s \
-                 (training ×{:.2}), one with DP-GNN {defended:.2} s where it says {:.2} s (defenses' work ×{:.2}); {FACTOR_VAR} pins both",
+            Some(Probes {
+                plain: (plain, plain_model),
+                defended: (defended, defended_model),
+                dense: (dense, dense_model),
+                side_by_side,
+            }) => format!(
+                "times are the cost model's scaled to this machine by three probe runs{}: a plain one took {plain:.2} s where the model says {:.2} s \
+                 (training ×{:.2}), one with DP-GNN {defended:.2} s where it says {:.2} s (defenses' work ×{:.2}), one with dense features \
+                 {dense:.2} s where it says {:.2} s (dense products ×{:.2}); {FACTOR_VAR} pins all three",
                 match side_by_side {
                     1 => String::new(),
                     k => format!(" ({k} copies of each side by side, as the runs will share the cores)"),
@@ -104,7 +122,9 @@ impl Speed {
                 plain_model.total(),
                 self.base,
                 defended_model.total(),
-                self.defenses
+                self.defenses,
+                dense_model.total(),
+                self.dense
             ),
             None => format!("times are the cost model's × {:.2} ({FACTOR_VAR})", self.base),
         }
@@ -135,30 +155,35 @@ pub fn measure(busy: usize) -> Result<Speed> {
 
 fn pinned(text: &str) -> Result<Speed> {
     match text.trim().parse::<f64>() {
-        Ok(f) if f.is_finite() && f > 0.0 => Ok(Speed { base: f, defenses: f, probe: None }),
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(Speed { base: f, defenses: f, dense: f, probe: None }),
         _ => Err(Error::param(FACTOR_VAR, format!("`{text}` is not a number > 0 (e.g. 0.5 on a machine twice as fast as the model's)"))),
     }
 }
 
 /// The plain probe gives the base factor; the defended one, less its base part at that
-/// factor, the defenses' (kept within 1/4 … 4 × the base: a noisy probe never makes
-/// the defenses free or dominant). `side_by_side` copies of each probe run at once, one
-/// thread each, the plain ones together and then the defended ones.
+/// factor, the defenses'; the dense one, less its other parts at those factors, the
+/// dense products' (each kept within 1/4 … 4 × the base: a noisy probe never makes a
+/// part free or dominant). `side_by_side` copies of each probe run at once, one thread
+/// each, the plain ones together, then the defended ones, then the dense ones.
 fn probe(side_by_side: usize) -> Result<Speed> {
-    // Best of five: on a shared machine a single run may take a third longer.
-    let plain = together(side_by_side, &[])?;
-    let defended = together(side_by_side, &DEFENDED)?;
+    // Best of five (three for the longer dense probe): on a shared machine a single run
+    // may take a third longer.
+    let plain = together(side_by_side, 5, &[])?;
+    let defended = together(side_by_side, 5, &DEFENDED)?;
+    let dense = together(side_by_side, 3, &DENSE)?;
     let base = plain.0 / plain.1.total();
-    let defenses = ((defended.0 - base * defended.1.base) / defended.1.defenses).clamp(base / 4.0, base * 4.0);
-    Ok(Speed { base, defenses, probe: Some(Probes { plain, defended, side_by_side }) })
+    let clamp = |f: f64| f.clamp(base / 4.0, base * 4.0);
+    let defenses = clamp((defended.0 - base * defended.1.base) / defended.1.defenses);
+    let gemm = clamp((dense.0 - base * dense.1.base - defenses * dense.1.defenses) / dense.1.dense);
+    Ok(Speed { base, defenses, dense: gemm, probe: Some(Probes { plain, defended, dense, side_by_side }) })
 }
 
-/// [`best_of`] five in `copies` threads at once: their mean best time.
-fn together(copies: usize, sets: &[&str]) -> Result<(f64, estimate::Time)> {
+/// [`best_of`] `reps` in `copies` threads at once: their mean best time.
+fn together(copies: usize, reps: usize, sets: &[&str]) -> Result<(f64, estimate::Time)> {
     let results: Vec<Result<(f64, estimate::Time)>> = match copies {
-        0 | 1 => vec![best_of(5, sets)],
+        0 | 1 => vec![best_of(reps, sets)],
         k => std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..k).map(|_| scope.spawn(|| best_of(5, sets))).collect();
+            let handles: Vec<_> = (0..k).map(|_| scope.spawn(|| best_of(reps, sets))).collect();
             handles.into_iter().map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
         }),
     };
@@ -213,13 +238,13 @@ mod tests {
 
     #[test]
     fn a_pinned_factor_must_be_a_positive_number() {
-        assert_eq!(pinned(" 0.5 ").unwrap(), Speed { base: 0.5, defenses: 0.5, probe: None });
-        let t = estimate::Time { base: 10.0, defenses: 2.0, serial: 4.0 };
-        assert_eq!(pinned("0.5").unwrap().scale(t), 6.0);
+        assert_eq!(pinned(" 0.5 ").unwrap(), Speed { base: 0.5, defenses: 0.5, dense: 0.5, probe: None });
+        let t = estimate::Time { base: 10.0, defenses: 2.0, serial: 4.0, dense: 4.0 };
+        assert_eq!(pinned("0.5").unwrap().scale(t), 8.0);
         // On 2 cores: the serial 4 s of the base alone, the rest halved.
-        let s = Speed { base: 0.5, defenses: 0.25, probe: None };
-        assert_eq!(s.wall(t, 1), 5.5);
-        assert_eq!(s.wall(t, 2), 0.5 * 4.0 + (0.5 * 6.0 + 0.25 * 2.0) / 2.0);
+        let s = Speed { base: 0.5, defenses: 0.25, dense: 1.0, probe: None };
+        assert_eq!(s.wall(t, 1), 9.5);
+        assert_eq!(s.wall(t, 2), 0.5 * 4.0 + (0.5 * 6.0 + 1.0 * 4.0 + 0.25 * 2.0) / 2.0);
         for bad in ["0", "-1", "nan", "inf", "fast", ""] {
             let e = pinned(bad).unwrap_err().to_string();
             assert!(e.contains(FACTOR_VAR) && e.contains("> 0"), "{bad}: {e}");
@@ -227,20 +252,25 @@ mod tests {
     }
 
     /// The probes run and the factors are what their times say: the plain probe's time
-    /// over its estimate, and the defended probe's time, less its base part at that
-    /// factor, over its defense part; [`measure`] probes once per process and count of
-    /// copies side by side.
+    /// over its estimate; the defended probe's time, less its base part at that factor,
+    /// over its defense part; the dense probe's, less its base and defense parts at
+    /// those factors, over its dense part; [`measure`] probes once per process and count
+    /// of copies side by side.
     #[test]
     fn the_probes_time_real_runs_against_their_estimates() {
         let s = probe(1).unwrap();
         let p = s.probe.unwrap();
-        let ((plain, plain_model), (defended, defended_model)) = (p.plain, p.defended);
-        assert!(plain > 0.0 && plain_model.defenses == 0.0 && (s.base - plain / plain_model.total()).abs() < 1e-12, "{s:?}");
+        let ((plain, plain_model), (defended, defended_model), (dense, dense_model)) = (p.plain, p.defended, p.dense);
+        assert!(plain > 0.0 && plain_model.defenses == 0.0 && plain_model.dense == 0.0, "{s:?}");
+        assert!((s.base - plain / plain_model.total()).abs() < 1e-12, "{s:?}");
+        assert!(dense_model.dense > dense_model.base, "gemm's products are most of the dense probe's: {s:?}");
+        let d = (dense - s.base * dense_model.base - s.defenses * dense_model.defenses) / dense_model.dense;
+        assert!((s.dense - d.clamp(s.base / 4.0, 4.0 * s.base)).abs() < 1e-12, "{s:?}");
         assert!(defended_model.defenses > 10.0 * defended_model.base, "DP-GNN's work is most of the second probe's: {s:?}");
         let g = (defended - s.base * defended_model.base) / defended_model.defenses;
         assert!((s.defenses - g.clamp(s.base / 4.0, 4.0 * s.base)).abs() < 1e-12, "{s:?}");
         assert!((s.scale(defended_model) - defended).abs() < 1e-9 || s.defenses != g, "the factors give back the probe's time: {s:?}");
-        for f in [s.base, s.defenses] {
+        for f in [s.base, s.defenses, s.dense] {
             assert!(s.describe().contains(&format!("×{f:.2}")), "{}", s.describe());
         }
         if std::env::var(FACTOR_VAR).is_err() {
