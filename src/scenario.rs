@@ -295,6 +295,34 @@ impl Scenario {
         defenses::pipeline(self.defenses.iter().map(|d| (d.name.as_str(), &d.spec)))
     }
 
+    /// Whether this scenario's rounds will be round-free — each one's outcome follows
+    /// from the federation's state before it alone — as far as its configuration says:
+    /// every client trains every round, training draws nothing (no dropout) and keeps
+    /// no optimizer state between rounds (Adam's or momentum's, where kept), no defense
+    /// is an upload protocol, and every defense acts only before the rounds. Then a run
+    /// whose attack round left the federation as it was takes the rounds after it from
+    /// a passive sibling (`fgl-sim matrix`): `--dry-run` charges it none of them. The
+    /// federation's run loop checks the same round by round; this predicts it.
+    pub fn rounds_can_be_round_free(&self) -> bool {
+        let clients = if self.federation.centralized { 1 } else { self.partition.clients };
+        let upload = crate::fed::upload::UploadContext { clients, federation: &self.federation, seed: self.seed };
+        let client = crate::fed::ClientContext {
+            client: 0,
+            model: &self.model,
+            train: &self.train,
+            rounds: self.federation.rounds,
+            task: self.task,
+        };
+        let pipeline = self.client_pipeline();
+        let stateful = self.train.optimizer == crate::train::OptimizerKind::Adam || self.train.momentum != 0.0;
+        crate::fed::selects_every_client(clients, &self.federation)
+            && self.model.dropout == 0.0
+            && self.model.attention_dropout == 0.0
+            && !(self.train.keep_optimizer_state && stateful)
+            && pipeline.upload_protocol(&upload).is_ok_and(|p| p.is_none())
+            && pipeline.for_client(&client).is_ok_and(|d| d.act_only_before_the_rounds())
+    }
+
     /// The synthetic generator's parameters (defaults when the section is absent).
     pub fn synthetic(&self) -> SyntheticConfig {
         self.dataset.synthetic.clone().unwrap_or_default()

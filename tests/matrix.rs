@@ -649,6 +649,88 @@ fn attacks_that_need_each_update_are_left_out_behind_secure_aggregation() {
     assert!(e.contains("federation.sampling"), "{e}");
 }
 
+/// `--dry-run` knows which runs take their rounds after EC-LDA's discarded round from
+/// the passive run (`Scenario::rounds_can_be_round_free`): for every defense kind (and
+/// label-DP's two stages), with dropout and with plain SGD's (empty) optimizer state
+/// kept, the prediction is what the run did
+/// (`tail_rounds` in its metrics), and the plan charges such a run only the round it
+/// runs itself, the others the rounds from the attack's on.
+#[test]
+fn the_plan_knows_which_runs_take_their_last_rounds_from_the_passive_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let defenses = [
+        "none",
+        "{preset: ldp-features, set: {epsilon: 4}}",
+        "{preset: ldp-labels, set: {epsilon: 4}}",
+        "{preset: label-dp}",
+        "{preset: label-dp, name: label-dp-prior, set: {mechanism: rr-with-prior, stages: [0.5, 0.5], stage_rounds: [1, 3]}}",
+        "{preset: dp-gnn, set: {small_clients: full-batch}}",
+        "{preset: lpgnn}",
+        "{preset: rgnn, set: {clusters: 4}}",
+        "{preset: solitude}",
+        "{preset: edge-ldp}",
+        "{preset: secagg}",
+        "{preset: dp-fedavg}",
+        "{preset: ldp-update}",
+        "{preset: ldp-labels, name: with-dropout, with: {model.dropout: 0.5}}",
+        "{preset: ldp-labels, name: kept-state, with: {train.keep_optimizer_state: true}}",
+    ];
+    let text = format!(
+        "{}attacks: [ec-lda, [lda, uniform]]\ndefenses: [{}]\n",
+        BASE.replace("rounds: 4", "rounds: 6")
+            .replace("head: true}", "head: true, dropout: 0.0}")
+            // Binary features, as the feature mechanisms and GRR-FS take.
+            .replace("feature_dim: 16}}", "feature_dim: 16}, preprocess: {group_columns: 1}}"),
+        defenses.join(", ")
+    );
+    let f = write(tmp.path(), "m.yaml", &text);
+    let m = Matrix::load(&f).unwrap();
+    let plan = Command::new(BIN).args(["matrix", f.to_str().unwrap(), "--dry-run"]).env("FGL_TIME_FACTOR", "1000").output().unwrap();
+    assert!(plan.status.success(), "{}", String::from_utf8_lossy(&plan.stderr));
+    let plan = String::from_utf8_lossy(&plan.stdout).to_string();
+    let seconds = |cell: &str| -> f64 {
+        let line = plan.lines().find(|l| l.trim_end().ends_with(&format!("  {cell}"))).unwrap_or_else(|| panic!("{cell} in\n{plan}"));
+        let mut words = line.split_whitespace();
+        let (value, unit) = (words.next().unwrap().parse::<f64>().unwrap(), words.next().unwrap());
+        value * if unit == "min" { 60.0 } else { 1.0 }
+    };
+    let out = tmp.path().join("out");
+    let o = matrix_cmd(&f, &out, &["--jobs", "2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut predicted = Vec::new();
+    for (c, cell) in m.cells.iter().enumerate().filter(|(_, c)| c.id.starts_with("attack=ec-lda")) {
+        let metrics: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("cells").join(&cell.id).join("seed=0").join("metrics.json")).unwrap())
+                .unwrap();
+        let took = metrics["timings"].get("tail_rounds").is_some();
+        let predicts = m.cells[c].scenario_for(0).rounds_can_be_round_free();
+        assert_eq!(predicts, took, "{}: predicted {predicts}, took the tail {took}", cell.id);
+        // Its passive sibling: the same cell but for the attack.
+        let passive = seconds(&cell.id.replace("attack=ec-lda", "attack=lda+uniform"));
+        let share = seconds(&cell.id) / passive;
+        // Rounds 3–6 of 6 (2 shared) or round 3 alone (rounds 4–6 from the sibling).
+        let want = if took { 1.0 / 6.0 } else { 4.0 / 6.0 };
+        assert!((share - want).abs() < 0.1, "{}: charged {share:.2} of the passive run, want ≈ {want:.2}\n{plan}", cell.id);
+        if took {
+            predicted.push(cell.id.clone());
+        }
+    }
+    assert_eq!(
+        predicted,
+        [
+            "attack=ec-lda,defense=none",
+            "attack=ec-lda,defense=ldp-features",
+            "attack=ec-lda,defense=ldp-labels",
+            "attack=ec-lda,defense=label-dp",
+            "attack=ec-lda,defense=lpgnn",
+            "attack=ec-lda,defense=rgnn",
+            "attack=ec-lda,defense=edge-ldp",
+            // Plain SGD keeps no state to keep.
+            "attack=ec-lda,defense=kept-state"
+        ]
+    );
+}
+
 /// Runs that differ only in their attacks share the rounds before any attack acts
 /// (EC-LDA and LDA act in round 3 of 6 here: rounds 1–2 run once per defense and seed):
 /// the same `cells.csv` and `metrics.json` as with every run from round 1

@@ -245,6 +245,14 @@ impl ClientDefenses {
         self.defenses.iter().any(|d| d.round.is_some())
     }
 
+    /// Whether every defense acts only before the rounds (on the data, and through a
+    /// loss of that data): none changes data between rounds, trains in a way of its own
+    /// or keeps state from round to round, so none makes a round depend on more than the
+    /// federation's state before it.
+    pub fn act_only_before_the_rounds(&self) -> bool {
+        self.defenses.iter().all(|d| d.round.is_none() && d.trainer.is_none() && d.state.is_none())
+    }
+
     /// Apply every round transform in order at the start of `round`; the k-th draws from
     /// `rng(k)`. Returns whether the data changed.
     pub fn transform_round(

@@ -825,7 +825,7 @@ fn course_bytes(global: &ModelParams, clients: &[checkpoint::ClientCheckpoint], 
 }
 
 /// Whether [`select_clients`] picks every one of `k` clients in every round, drawing nothing.
-fn selects_every_client(k: usize, cfg: &FederationConfig) -> bool {
+pub(crate) fn selects_every_client(k: usize, cfg: &FederationConfig) -> bool {
     cfg.sampling != Sampling::Poisson && cfg.fixed_round_size(k) == k
 }
 

@@ -432,8 +432,22 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
             .filter(|&(c, s)| opts.only.selects(m, c) && record::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished)
             .collect();
         for f in families(m, &todo) {
-            for &(c, _) in &f.runs[1..] {
-                share[c] += f.shared as f64 / m.cells[c].scenario.federation.rounds as f64;
+            // The first run leaves its round-free rounds after the shared ones where it
+            // keeps FedAvg's course throughout (a passive run): a run whose attack round
+            // left the federation where it stood takes the rest from it.
+            let leads_tail = f.runs.first().is_some_and(|&(c, seed)| {
+                let s = m.cells[c].scenario_for(seed);
+                let rounds = s.federation.rounds;
+                s.server().is_ok_and(|server| (1..=rounds).all(|round| server.keeps_course(&crate::fed::RoundContext { round, rounds })))
+            });
+            for &(c, seed) in &f.runs[1..] {
+                let s = m.cells[c].scenario_for(seed);
+                let rounds = s.federation.rounds;
+                let tail = match f.shared > 0 && leads_tail && s.rounds_can_be_round_free() {
+                    true => s.server().map_or(0, |server| server.plain_tail(rounds)),
+                    false => 0,
+                };
+                share[c] += (f.shared + tail).min(rounds) as f64 / rounds as f64;
             }
         }
     }
