@@ -600,18 +600,21 @@ mod tests {
         assert!((cost("attacks: [llg-star]\n") - plain - 5.0 * 404.0 / 767_495.0).abs() < 1e-9);
         assert_eq!(cost("attacks: [uniform]\ndefenses: [ldp-labels]\n"), plain);
         // SecAgg, 4 clients with 3 neighbours each, 10 rounds: keys 0.24 ms per client and
-        // neighbour; per parameter 8 ns per client and 1.3 ns per stream expanded — 4 self
+        // neighbour; per parameter 9.2 ns per client and 1.5 ns per stream expanded — 4 self
         // masks twice, 6 pair masks; SecAgg+ with 2 neighbours: 4 pair masks; with
         // distributed DP each client's noise, 17.5 ns per parameter.
         let secagg = cost("defenses: [secagg]\n") - plain;
-        let want = 10.0 * (2.4e-4 * 4.0 * 4.0 + 404.0 * (8e-9 * 4.0 + 1.3e-9 * (8.0 + 6.0)));
+        let want = 10.0 * (2.4e-4 * 4.0 * 4.0 + 404.0 * (9.2e-9 * 4.0 + 1.5e-9 * (8.0 + 6.0)));
         assert!((secagg - want).abs() < 1e-12, "{secagg} vs {want}");
         let plus = cost("defenses: [{kind: secagg, neighbors: 2}]\n") - plain;
-        let want = 10.0 * (2.4e-4 * 4.0 * 3.0 + 404.0 * (8e-9 * 4.0 + 1.3e-9 * (8.0 + 4.0)));
+        let want = 10.0 * (2.4e-4 * 4.0 * 3.0 + 404.0 * (9.2e-9 * 4.0 + 1.5e-9 * (8.0 + 4.0)));
         assert!((plus - want).abs() < 1e-12, "{plus} vs {want}");
         let dp = cost("defenses: [{kind: secagg, dp: {clip: 1.0, min_clients: 4, epsilon: 4}}]\n") - plain;
         let want = secagg + 10.0 * 404.0 * 1.75e-8 * 4.0;
         assert!((dp - want).abs() < 1e-12, "{dp} vs {want}");
+        // DP-FedAvg: 5.6 ns per client and parameter a round (updates, clipping, noise).
+        let dp_fedavg = cost("defenses: [dp-fedavg]\n") - plain;
+        assert!((dp_fedavg - 10.0 * 5.6e-9 * 4.0 * 404.0).abs() < 1e-12, "{dp_fedavg}");
         // Client sampling: a tenth of the clients per round train a tenth of the graph
         // (fixed round size or Poisson alike); the rest of the run is unchanged.
         // A defense's own work per epoch (Solitude's calibration) is over every client's
