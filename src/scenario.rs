@@ -280,9 +280,14 @@ impl Scenario {
     /// The name of the defense whose upload protocol hides the updates from the server,
     /// if there is one.
     pub fn upload_protocol_name_if_hidden(&self) -> Result<Option<String>> {
+        Ok(self.client_pipeline().upload_protocol(&self.upload_context())?.filter(|p| p.hides_updates()).map(|p| p.name().to_string()))
+    }
+
+    /// What the defenses' upload protocol is built from: the federation's clients (one
+    /// when centralized), its settings and the seed.
+    fn upload_context(&self) -> crate::fed::upload::UploadContext<'_> {
         let clients = if self.federation.centralized { 1 } else { self.partition.clients };
-        let ctx = crate::fed::upload::UploadContext { clients, federation: &self.federation, seed: self.seed };
-        Ok(self.client_pipeline().upload_protocol(&ctx)?.filter(|p| p.hides_updates()).map(|p| p.name().to_string()))
+        crate::fed::upload::UploadContext { clients, federation: &self.federation, seed: self.seed }
     }
 
     /// The server the scenario's attacks make (plain FedAvg without any).
@@ -304,8 +309,7 @@ impl Scenario {
     /// a passive sibling (`fgl-sim matrix`): `--dry-run` charges it none of them. The
     /// federation's run loop checks the same round by round; this predicts it.
     pub fn rounds_can_be_round_free(&self) -> bool {
-        let clients = if self.federation.centralized { 1 } else { self.partition.clients };
-        let upload = crate::fed::upload::UploadContext { clients, federation: &self.federation, seed: self.seed };
+        let upload = self.upload_context();
         let client = crate::fed::ClientContext {
             client: 0,
             model: &self.model,
@@ -314,11 +318,10 @@ impl Scenario {
             task: self.task,
         };
         let pipeline = self.client_pipeline();
-        let stateful = self.train.optimizer == crate::train::OptimizerKind::Adam || self.train.momentum != 0.0;
-        crate::fed::selects_every_client(clients, &self.federation)
+        crate::fed::selects_every_client(upload.clients, &self.federation)
             && self.model.dropout == 0.0
             && self.model.attention_dropout == 0.0
-            && !(self.train.keep_optimizer_state && stateful)
+            && !(self.train.keep_optimizer_state && self.train.optimizer_has_state())
             && pipeline.upload_protocol(&upload).is_ok_and(|p| p.is_none())
             && pipeline.for_client(&client).is_ok_and(|d| d.act_only_before_the_rounds())
     }

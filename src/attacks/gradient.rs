@@ -47,7 +47,7 @@ impl GradientSource {
             ));
         }
         let t = &server.train;
-        if self == GradientSource::Recovered && (t.optimizer != OptimizerKind::Sgd || t.momentum > 0.0) {
+        if self == GradientSource::Recovered && t.optimizer_has_state() {
             let optimizer = if t.optimizer == OptimizerKind::Sgd {
                 "SGD with momentum".to_string()
             } else {

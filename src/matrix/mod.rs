@@ -196,7 +196,7 @@ fn execute_sized(
     let t = Instant::now();
     let finished = std::sync::atomic::AtomicUsize::new(0);
     let families = if opts.no_shared_rounds {
-        todo.iter().map(|&r| Family { runs: vec![r], shared: 0, key: String::new() }).collect()
+        todo.iter().map(|&r| Family { runs: vec![r], shared: 0, key: String::new(), tails: vec![0], leads_tail: false }).collect()
     } else {
         families(m, &todo)
     };
@@ -261,6 +261,11 @@ struct Family {
     shared: usize,
     /// What they have in common ([`run::shared_key`]).
     key: String,
+    /// Each run's trailing rounds of plain FedAvg ([`crate::fed::ServerStrategy::plain_tail`]).
+    tails: Vec<usize>,
+    /// Whether the first run keeps FedAvg's course throughout (a passive run), leaving
+    /// its round-free rounds after the shared ones for the others.
+    leads_tail: bool,
 }
 
 /// The runs `todo` grouped into families of runs that differ only in their attacks
@@ -293,7 +298,7 @@ fn families(m: &Matrix, todo: &[(usize, u64)]) -> Vec<Family> {
                 f.shared = f.shared.min(plain);
                 tails.push(tail);
             }
-            None => families.push((Family { runs: vec![(c, seed)], shared: plain, key }, vec![tail])),
+            None => families.push((Family { runs: vec![(c, seed)], shared: plain, key, tails: Vec::new(), leads_tail: false }, vec![tail])),
         }
     }
     families
@@ -305,7 +310,9 @@ fn families(m: &Matrix, todo: &[(usize, u64)]) -> Vec<Family> {
             // A stable order otherwise.
             let mut order: Vec<usize> = (0..f.runs.len()).collect();
             order.sort_by_key(|&i| tails[i]);
-            f.runs = order.into_iter().map(|i| f.runs[i]).collect();
+            f.runs = order.iter().map(|&i| f.runs[i]).collect();
+            f.tails = order.iter().map(|&i| tails[i].1).collect();
+            f.leads_tail = !tails[order[0]].0;
             f
         })
         .collect()
@@ -432,22 +439,16 @@ pub fn plan(m: &Matrix, opts: &MatrixOptions) -> Result<Plan> {
             .filter(|&(c, s)| opts.only.selects(m, c) && record::state(&store::run_dir(&out, &m.cells[c].id, s)) != RunState::Finished)
             .collect();
         for f in families(m, &todo) {
-            // The first run leaves its round-free rounds after the shared ones where it
-            // keeps FedAvg's course throughout (a passive run): a run whose attack round
-            // left the federation where it stood takes the rest from it.
-            let leads_tail = f.runs.first().is_some_and(|&(c, seed)| {
-                let s = m.cells[c].scenario_for(seed);
-                let rounds = s.federation.rounds;
-                s.server().is_ok_and(|server| (1..=rounds).all(|round| server.keeps_course(&crate::fed::RoundContext { round, rounds })))
-            });
-            for &(c, seed) in &f.runs[1..] {
-                let s = m.cells[c].scenario_for(seed);
-                let rounds = s.federation.rounds;
-                let tail = match f.shared > 0 && leads_tail && s.rounds_can_be_round_free() {
-                    true => s.server().map_or(0, |server| server.plain_tail(rounds)),
+            for (&(c, _), &tail) in f.runs.iter().zip(&f.tails).skip(1) {
+                let scenario = &m.cells[c].scenario;
+                // Its plain trailing rounds come from the first run where that one left
+                // them (see `families`) and they are round-free.
+                let taken = match f.shared > 0 && f.leads_tail && scenario.rounds_can_be_round_free() {
+                    true => tail,
                     false => 0,
                 };
-                share[c] += (f.shared + tail).min(rounds) as f64 / rounds as f64;
+                let rounds = scenario.federation.rounds;
+                share[c] += (f.shared + taken).min(rounds) as f64 / rounds as f64;
             }
         }
     }

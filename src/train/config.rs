@@ -68,6 +68,12 @@ impl Default for TrainConfig {
 }
 
 impl TrainConfig {
+    /// Whether the optimizer keeps state from step to step (Adam's moments, SGD's
+    /// momentum): plain SGD keeps none, and its update is a multiple of the gradient.
+    pub fn optimizer_has_state(&self) -> bool {
+        self.optimizer != OptimizerKind::Sgd || self.momentum > 0.0
+    }
+
     pub fn validate(&self) -> Result<()> {
         if !(self.lr > 0.0 && self.lr.is_finite()) {
             return Err(Error::param("train.lr", format!("{} must be a finite number > 0", self.lr)));
