@@ -28,6 +28,7 @@ pub mod rng;
 pub mod run;
 pub mod scenario;
 pub mod scoring;
+pub mod simd;
 pub mod speed;
 pub mod train;
 

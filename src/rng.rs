@@ -10,31 +10,11 @@ mod normals;
 pub use chacha8::fill_u32;
 pub use normals::{Normals, standard_normals};
 
-/// Whether [`standard_normals`] may use AVX-512 where the CPU has it. Benchmarks turn it
-/// off to time, on an AVX-512 host, the AVX2 path that other hosts take; the values are
-/// the same either way.
-static AVX512: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-
-/// See [`AVX512`]; for `fgl-sim bench`.
-pub fn allow_avx512(allowed: bool) {
-    AVX512.store(allowed, std::sync::atomic::Ordering::Relaxed);
-}
-
 /// Whether [`standard_normals`] takes its AVX-512 path on this machine (2.5× faster a
 /// draw than one by one, where the AVX2 path is 1.5×): the time model charges DP noise
 /// by it.
 pub fn wide_normals() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return has_avx512();
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
-#[cfg(target_arch = "x86_64")]
-fn has_avx512() -> bool {
-    AVX512.load(std::sync::atomic::Ordering::Relaxed)
-        && std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512dq")
+    crate::simd::Isa::current() == crate::simd::Isa::Avx512
 }
 
 /// The RNG type used everywhere: ChaCha8 is portable and its stream is stable across
@@ -133,14 +113,12 @@ fn write_counters(words: &mut [u64], first: u128) {
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512bw") {
-        // SAFETY: the CPU has AVX-512BW (checked just above).
-        return unsafe { write_counters_avx512(words, high, low) };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2 (checked just above).
-        return unsafe { write_counters_avx2(words, high, low) };
+    match crate::simd::Isa::current() {
+        // SAFETY: the CPU has AVX-512BW (part of the set it has).
+        crate::simd::Isa::Avx512 => return unsafe { write_counters_avx512(words, high, low) },
+        // SAFETY: the CPU has AVX2 (as above).
+        crate::simd::Isa::Avx2 => return unsafe { write_counters_avx2(words, high, low) },
+        crate::simd::Isa::Portable => {}
     }
     write_counters_portable(words, high, low)
 }

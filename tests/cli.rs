@@ -546,6 +546,18 @@ fn privacy_bad_input_fails_with_the_flag_named() {
     assert_clean_failure(&o, &["--delta", "(0, 1)"]);
 }
 
+/// `bench --isa` (before or after the bench's name) takes only the instruction sets
+/// kernels are compiled for, and says which.
+#[test]
+fn bench_isa_names_the_sets_it_takes() {
+    for args in [&["bench", "--isa", "sse9", "secagg"][..], &["bench", "secagg", "--isa", "sse9"]] {
+        let o = fgl(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("'--isa <SET>'") && err.contains("[possible values: avx512, avx2, portable]"), "{err}");
+    }
+}
+
 /// Issue 27: training to a NaN loss (lr = 1e30) exited 0 with no warning. The run now
 /// stops at the round the loss became non-finite, keeps its results (the matrix reports
 /// such a run as diverged) and fails with one clear line.

@@ -109,7 +109,7 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
     let mut line = String::from("block Gram matrices of those 64 computation graphs (fused multiply-add chains, the lower triangle):");
     for c in [512, 64] {
         let values: Vec<f32> = (0..rows * c).map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 97.0).collect();
-        for path in crate::train::per_node::gram_chain_paths() {
+        for path in crate::simd::Isa::on_this_cpu() {
             let ms = median_ms(reps.max(5), || Ok(crate::train::per_node::gram_chains_on(path, &values, &sizes, c)))?;
             line.push_str(&format!(" {c} columns {path:?} {ms:.3} ms;"));
         }
@@ -132,9 +132,9 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
         })
     };
     let one_by_one = draw(false)?;
-    crate::rng::allow_avx512(false);
+    let cap = crate::simd::cap(crate::simd::Isa::Avx2);
     let avx2 = draw(true);
-    crate::rng::allow_avx512(true);
+    crate::simd::cap(cap);
     let (avx2, bulk) = (avx2?, draw(true)?);
     let ns = |ms: f64| ms * 1e6 / params as f64;
     println!(

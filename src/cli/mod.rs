@@ -224,6 +224,11 @@ enum Command {
     },
     /// Print performance figures.
     Bench {
+        /// Run fgl-sim's own kernels on at most this instruction set (avx512, avx2,
+        /// portable): on an AVX-512 host, the AVX2 path other hosts take. The same values;
+        /// gemm's and burn-flex's kernels pick their own.
+        #[arg(long, global = true, value_name = "SET", value_parser = ["avx512", "avx2", "portable"])]
+        isa: Option<String>,
         #[command(subcommand)]
         what: BenchWhat,
     },
@@ -752,29 +757,42 @@ fn dispatch(command: Command) -> Result<()> {
             Ok(())
         }
         Command::Privacy { action } => privacy::privacy_cmd(action).map_err(flag_named),
-        Command::Bench { what: BenchWhat::Attack { data, reps, threads } } => {
+        Command::Bench { isa: Some(isa), what } => {
+            let isa = crate::simd::Isa::ALL.into_iter().find(|i| i.name() == isa).expect("clap checked the name");
+            crate::simd::cap(isa);
+            eprintln!(
+                "fgl-sim's kernels on {} (this CPU: {}; gemm's and burn-flex's on their own choice)",
+                crate::simd::Isa::current().name(),
+                crate::simd::Isa::detected().name()
+            );
+            dispatch(Command::Bench { isa: None, what })
+        }
+        Command::Bench { isa: _, what: BenchWhat::Attack { data, reps, threads } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::attack(dir.as_deref(), reps))
         }
-        Command::Bench { what: BenchWhat::Privacy { data, reps, runs, threads, compare_pyg } } => {
+        Command::Bench { isa: _, what: BenchWhat::Privacy { data, reps, runs, threads, compare_pyg } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::privacy(dir.as_deref(), reps, runs, compare_pyg.as_deref()))
         }
-        Command::Bench { what: BenchWhat::Secagg { params, reps, threads } } => {
+        Command::Bench { isa: _, what: BenchWhat::Secagg { params, reps, threads } } => {
             crate::backend::with_threads(threads, || crate::bench::secagg(params, reps))
         }
-        Command::Bench { what: BenchWhat::DpGnn { data, epochs, reps, threads } } => {
+        Command::Bench { isa: _, what: BenchWhat::DpGnn { data, epochs, reps, threads } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::dp_gnn(dir.as_deref(), epochs, reps))
         }
-        Command::Bench { what: BenchWhat::Data { data, reps, louvain_nodes } } => {
+        Command::Bench { isa: _, what: BenchWhat::Data { data, reps, louvain_nodes } } => {
             crate::bench::data(data_dir(&data).as_deref(), reps, &louvain_nodes)
         }
-        Command::Bench { what: BenchWhat::Layout { data, backend, reps, threads } } => {
+        Command::Bench { isa: _, what: BenchWhat::Layout { data, backend, reps, threads } } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::layout(dir.as_deref(), backend, reps))
         }
-        Command::Bench { what: BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg, pyg_device, workloads, archs } } => {
+        Command::Bench {
+            isa: _,
+            what: BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg, pyg_device, workloads, archs },
+        } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || {
                 let pyg = compare_pyg.as_deref().map(|python| (python, pyg_device.as_str()));

@@ -297,14 +297,12 @@ fn prg_key(seed: &[u8; 32]) -> [u8; 32] {
 /// taken off, a masked input added to the server's sum.
 fn add_wrapping(y: &mut [u64], x: &[u64], subtract: bool) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512f") {
-        // SAFETY: the CPU has AVX-512F (checked just above).
-        return unsafe { add_wrapping_avx512(y, x, subtract) };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2 (checked just above).
-        return unsafe { add_wrapping_avx2(y, x, subtract) };
+    match crate::simd::Isa::current() {
+        // SAFETY: the CPU has AVX-512F (part of the set it has).
+        crate::simd::Isa::Avx512 => return unsafe { add_wrapping_avx512(y, x, subtract) },
+        // SAFETY: the CPU has AVX2 (as above).
+        crate::simd::Isa::Avx2 => return unsafe { add_wrapping_avx2(y, x, subtract) },
+        crate::simd::Isa::Portable => {}
     }
     add_wrapping_portable(y, x, subtract)
 }

@@ -133,8 +133,8 @@ const MIN_TASK: usize = 4096;
 
 /// `elementwise!((a: &[T], …) |a, …, out| body)`: a fresh output filled by the kernel
 /// `body` over blocks of [`MIN_TASK`] elements of the inputs in parallel, compiled for
-/// AVX-512F or AVX2 with FMA where the CPU has them (the same values: every operation
-/// rounds once).
+/// AVX-512F or AVX2 with FMA where [`crate::simd::Isa::current`] allows (the same values:
+/// every operation rounds once).
 macro_rules! elementwise {
     (($($arg:ident: &[T]),*) $body:expr) => {{
         #[inline(always)]
@@ -152,21 +152,18 @@ macro_rules! elementwise {
             plain($($arg,)* out)
         }
         let n = [$($arg.len()),*][0];
+        let isa = crate::simd::Isa::current();
         let mut out = vec![T::ZERO; n];
         out.par_chunks_mut(MIN_TASK).enumerate().for_each(|(i, out)| {
             let range = i * MIN_TASK..i * MIN_TASK + out.len();
             $(let $arg = &$arg[range.clone()];)*
             #[cfg(target_arch = "x86_64")]
-            {
-                use std::arch::is_x86_feature_detected as has;
-                if has!("avx512f") && has!("fma") {
-                    // SAFETY: the CPU has AVX-512F and FMA (checked just above).
-                    return unsafe { avx512($($arg,)* out) };
-                }
-                if has!("avx2") && has!("fma") {
-                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
-                    return unsafe { avx2($($arg,)* out) };
-                }
+            match isa {
+                // SAFETY: the CPU has AVX-512F and FMA (part of the set it has).
+                crate::simd::Isa::Avx512 => return unsafe { avx512($($arg,)* out) },
+                // SAFETY: the CPU has AVX2 and FMA (as above).
+                crate::simd::Isa::Avx2 => return unsafe { avx2($($arg,)* out) },
+                crate::simd::Isa::Portable => {}
             }
             plain($($arg,)* out)
         });
@@ -309,6 +306,29 @@ mod tests {
             // Untracked (evaluation): the same values.
             let x = Tensor::<2>::from_data(TensorData::new(v.clone(), [n / 7, 7]).convert_dtype(dtype), ad.clone());
             assert_eq!(bits(Activation::Selu.apply(x).inner()), fused.0);
+        }
+    }
+
+    /// The fused kernels give the same bits on every instruction set this CPU can run
+    /// (the test above checks the best one against the composed form).
+    #[test]
+    fn selu_kernels_agree_on_every_instruction_set() {
+        let v = inputs();
+        let g = random_values(10, v.len());
+        let (v32, g32): (Vec<f32>, Vec<f32>) = (v.iter().map(|&x| x as f32).collect(), g.iter().map(|&x| x as f32).collect());
+        let _caps = crate::simd::CAP_HELD.lock().unwrap_or_else(|e| e.into_inner());
+        let runs: Vec<(crate::simd::Isa, Vec<u64>)> = crate::simd::Isa::on_this_cpu()
+            .into_iter()
+            .map(|isa| {
+                crate::simd::cap(isa);
+                let mut b: Vec<u64> = forward(&v).into_iter().chain(backward(&v, &g)).map(f64::to_bits).collect();
+                b.extend(forward(&v32).into_iter().chain(backward(&v32, &g32)).map(|x| u64::from(x.to_bits())));
+                (isa, b)
+            })
+            .collect();
+        crate::simd::cap(crate::simd::Isa::Avx512);
+        for (isa, b) in &runs[1..] {
+            assert!(b == &runs[0].1, "{isa:?} differs from {:?}", runs[0].0);
         }
     }
 }

@@ -65,17 +65,14 @@ where
         let (x, g) = (&x[rows.start * d..rows.end * d], &g[rows.start * c..rows.end * c]);
         let mut out = vec![T::default(); d * c];
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked just above).
-            unsafe { rows_avx512(x, d, g, c, &mut out) };
-            return out;
+        match crate::simd::Isa::current() {
+            // SAFETY: the CPU has AVX-512F (part of the set it has).
+            crate::simd::Isa::Avx512 => unsafe { rows_avx512(x, d, g, c, &mut out) },
+            // SAFETY: the CPU has AVX2 (as above).
+            crate::simd::Isa::Avx2 => unsafe { rows_avx2(x, d, g, c, &mut out) },
+            crate::simd::Isa::Portable => add_rows(x, d, g, c, &mut out),
         }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            unsafe { rows_avx2(x, d, g, c, &mut out) };
-            return out;
-        }
+        #[cfg(not(target_arch = "x86_64"))]
         add_rows(x, d, g, c, &mut out);
         out
     };

@@ -496,14 +496,12 @@ impl<T: Real> SpmmJob<'_, T> {
     /// Output rows `first..` into `out` (whole rows).
     fn rows(&self, out: &mut [MaybeUninit<T>], first: usize) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked just above).
-            return unsafe { self.rows_avx512(out, first) };
-        }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { self.rows_avx2(out, first) };
+        match crate::simd::Isa::current() {
+            // SAFETY: the CPU has AVX-512F (part of the set it has).
+            crate::simd::Isa::Avx512 => return unsafe { self.rows_avx512(out, first) },
+            // SAFETY: the CPU has AVX2 (as above).
+            crate::simd::Isa::Avx2 => return unsafe { self.rows_avx2(out, first) },
+            crate::simd::Isa::Portable => {}
         }
         self.rows_portable(out, first, 128)
     }
@@ -778,14 +776,12 @@ impl<T: Real> SddmmJob<'_, T> {
     /// Edges `first..` into `out` (one `heads`-wide row each).
     fn edges(&self, out: &mut [T], first: usize) {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512f") {
-            // SAFETY: the CPU has AVX-512F (checked just above).
-            return unsafe { self.edges_avx512(out, first) };
-        }
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has AVX2 (checked just above).
-            return unsafe { self.edges_avx2(out, first) };
+        match crate::simd::Isa::current() {
+            // SAFETY: the CPU has AVX-512F (part of the set it has).
+            crate::simd::Isa::Avx512 => return unsafe { self.edges_avx512(out, first) },
+            // SAFETY: the CPU has AVX2 (as above).
+            crate::simd::Isa::Avx2 => return unsafe { self.edges_avx2(out, first) },
+            crate::simd::Isa::Portable => {}
         }
         self.edges_portable(out, first)
     }
@@ -884,8 +880,8 @@ fn per_target<T: Real>(pattern: &Pattern, heads: usize, row: impl Fn(usize, &[u3
 
 /// Per target, in edge order: logits, their maximum, exponentials, their sum, α.
 fn edge_softmax_kernel<T: Real>(a_src: &[T], a_dst: &[T], heads: usize, pattern: &Pattern, slope: T) -> Vec<T> {
-    let scores = Scores { a_src, a_dst, heads, src: &pattern.src, slope };
-    per_target(pattern, heads, |t, edges, row| scores.dispatch(Pass::Softmax, t, edges, row))
+    let (scores, isa) = (Scores { a_src, a_dst, heads, src: &pattern.src, slope }, crate::simd::Isa::current());
+    per_target(pattern, heads, |t, edges, row| scores.dispatch(isa, Pass::Softmax, t, edges, row))
 }
 
 fn edge_softmax_grad_kernel<T: Real>(
@@ -897,8 +893,8 @@ fn edge_softmax_grad_kernel<T: Real>(
     pattern: &Pattern,
     slope: T,
 ) -> Vec<T> {
-    let scores = Scores { a_src, a_dst, heads, src: &pattern.src, slope };
-    per_target(pattern, heads, |t, edges, row| scores.dispatch(Pass::Gradient { alpha, grad }, t, edges, row))
+    let (scores, isa) = (Scores { a_src, a_dst, heads, src: &pattern.src, slope }, crate::simd::Isa::current());
+    per_target(pattern, heads, |t, edges, row| scores.dispatch(isa, Pass::Gradient { alpha, grad }, t, edges, row))
 }
 
 /// GAT's node scores, `[N, H]` at the sources and the targets, and the LeakyReLU slope
@@ -929,18 +925,14 @@ impl<T: Real> Scores<'_, T> {
     /// One target's row, compiled for AVX-512F or AVX2 with FMA where the CPU has them
     /// (f32's `exp` is glibc's formula, fused multiply-adds: the same values on every
     /// path, faster with FMA in the target features).
-    fn dispatch(&self, pass: Pass<'_, T>, t: usize, edges: &[u32], row: &mut [T]) {
+    fn dispatch(&self, isa: crate::simd::Isa, pass: Pass<'_, T>, t: usize, edges: &[u32], row: &mut [T]) {
         #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            if has!("avx512f") && has!("fma") {
-                // SAFETY: the CPU has AVX-512F and FMA (checked just above).
-                return unsafe { self.target_avx512(pass, t, edges, row) };
-            }
-            if has!("avx2") && has!("fma") {
-                // SAFETY: the CPU has AVX2 and FMA (checked just above).
-                return unsafe { self.target_avx2(pass, t, edges, row) };
-            }
+        match isa.min(crate::simd::Isa::detected()) {
+            // SAFETY: the CPU has AVX-512F and FMA (part of the set it has).
+            crate::simd::Isa::Avx512 => return unsafe { self.target_avx512(pass, t, edges, row) },
+            // SAFETY: the CPU has AVX2 and FMA (as above).
+            crate::simd::Isa::Avx2 => return unsafe { self.target_avx2(pass, t, edges, row) },
+            crate::simd::Isa::Portable => {}
         }
         self.target(pass, t, edges, row)
     }
@@ -1508,13 +1500,16 @@ mod tests {
                 let mut paths: Vec<(&str, Vec<f32>)> = vec![("portable", vec![0.0; edges * heads])];
                 job.edges_portable(&mut paths[0].1, 0);
                 #[cfg(target_arch = "x86_64")]
-                for (name, has) in [("avx2", is_x86_feature_detected!("avx2")), ("avx512f", is_x86_feature_detected!("avx512f"))] {
-                    if has {
-                        let mut out = vec![0.0; edges * heads];
-                        // SAFETY: the CPU has the feature (checked just above).
-                        unsafe { if name == "avx2" { job.edges_avx2(&mut out, 0) } else { job.edges_avx512(&mut out, 0) } }
-                        paths.push((name, out));
+                for isa in crate::simd::Isa::on_this_cpu() {
+                    let mut out = vec![0.0; edges * heads];
+                    match isa {
+                        // SAFETY: the CPU has the set (`on_this_cpu`).
+                        crate::simd::Isa::Avx512 => unsafe { job.edges_avx512(&mut out, 0) },
+                        // SAFETY: as above.
+                        crate::simd::Isa::Avx2 => unsafe { job.edges_avx2(&mut out, 0) },
+                        crate::simd::Isa::Portable => continue,
                     }
+                    paths.push((isa.name(), out));
                 }
                 for (name, out) in paths {
                     assert!(
@@ -1571,19 +1566,15 @@ mod tests {
             assert!(alpha.iter().any(|&a| a == T::default()), "no exponential underflowed: the test misses that range");
             let scores = Scores { a_src: &a_src, a_dst: &a_dst, heads, src: &pattern.src, slope };
             type Path<T> = fn(&Scores<'_, T>, Pass<'_, T>, usize, &[u32], &mut [T]);
-            let mut paths: Vec<(&str, Path<T>)> =
-                vec![("portable", |s, p, t, e, r| s.target(p, t, e, r)), ("dispatched", |s, p, t, e, r| s.dispatch(p, t, e, r))];
-            #[cfg(target_arch = "x86_64")]
-            {
-                use std::arch::is_x86_feature_detected as has;
-                if has!("avx2") && has!("fma") {
-                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
-                    paths.push(("avx2", |s, p, t, e, r| unsafe { s.target_avx2(p, t, e, r) }));
-                }
-                if has!("avx512f") && has!("fma") {
-                    // SAFETY: the CPU has AVX-512F and FMA (checked just above).
-                    paths.push(("avx512f", |s, p, t, e, r| unsafe { s.target_avx512(p, t, e, r) }));
-                }
+            let mut paths: Vec<(&str, Path<T>)> = vec![("portable", |s, p, t, e, r| s.target(p, t, e, r))];
+            for isa in crate::simd::Isa::on_this_cpu() {
+                paths.push(match isa {
+                    crate::simd::Isa::Avx512 => ("avx512", |s, p, t, e, r| s.dispatch(crate::simd::Isa::Avx512, p, t, e, r)),
+                    crate::simd::Isa::Avx2 => ("avx2", |s, p, t, e, r| s.dispatch(crate::simd::Isa::Avx2, p, t, e, r)),
+                    crate::simd::Isa::Portable => {
+                        ("dispatched portable", |s, p, t, e, r| s.dispatch(crate::simd::Isa::Portable, p, t, e, r))
+                    }
+                });
             }
             let b = |v: &[T]| v.iter().map(|&x| bits(x)).collect::<Vec<_>>();
             for (name, path) in paths {

@@ -10,8 +10,8 @@ use rand::Rng as _;
 /// where those calls would.
 pub(super) fn fill_words(rng: &mut Rng, out: &mut [u64]) {
     #[cfg(target_arch = "x86_64")]
-    if out.len() >= 64 && super::has_avx512() {
-        // SAFETY: has_avx512 checked avx512f.
+    if out.len() >= 64 && crate::simd::Isa::current() == crate::simd::Isa::Avx512 {
+        // SAFETY: the CPU has AVX-512F (part of the set it has).
         return unsafe { fill_words_avx512(rng, out) };
     }
     rng.fill(out);
@@ -201,8 +201,8 @@ mod tests {
                 let expected: Vec<u64> = (0..len).map(|_| want.next_u64()).collect();
                 let mut paths: Vec<fn(&mut Rng, &mut [u64])> = vec![fill_words];
                 #[cfg(target_arch = "x86_64")]
-                if std::arch::is_x86_feature_detected!("avx512f") {
-                    // SAFETY: checked just above.
+                if crate::simd::Isa::detected() == crate::simd::Isa::Avx512 {
+                    // SAFETY: the CPU has AVX-512F (part of the set it has).
                     paths.push(|rng, out| unsafe { fill_words_avx512(rng, out) });
                 }
                 let after = want.next_u64();

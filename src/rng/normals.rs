@@ -213,15 +213,12 @@ impl RngCore for Probe {
 /// The ziggurat's first step on every word: `xs[t]`, and bit t of `kept` where it keeps.
 fn first_steps(table: &Table, words: &[u64], xs: &mut [f64], kept: &mut [u64]) {
     #[cfg(target_arch = "x86_64")]
-    {
-        if super::has_avx512() {
-            // SAFETY: the features were detected.
-            return unsafe { first_steps_avx512(table, words, xs, kept) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: as above.
-            return unsafe { first_steps_avx2(table, words, xs, kept) };
-        }
+    match crate::simd::Isa::current() {
+        // SAFETY: the CPU has the features (part of the set it has).
+        crate::simd::Isa::Avx512 => return unsafe { first_steps_avx512(table, words, xs, kept) },
+        // SAFETY: as above.
+        crate::simd::Isa::Avx2 => return unsafe { first_steps_avx2(table, words, xs, kept) },
+        crate::simd::Isa::Portable => {}
     }
     first_steps_portable(table, words, xs, kept)
 }
@@ -267,13 +264,15 @@ mod tests {
     /// Bit for bit rand_distr's draws and the RNG's state after them: any count (across
     /// chunk edges), any start (an odd word position included), many seeds — enough draws
     /// that the wedge test and the tail both come up, and chunks that end inside them —
-    /// on this CPU's path and on the AVX2 one (the switch changes no value, so tests
+    /// on every instruction set this CPU can run (the cap changes no value, so tests
     /// running meanwhile are unaffected).
     #[test]
     fn draws_are_rand_distrs_bit_for_bit() {
         let mut rare = 0;
+        let _caps = crate::simd::CAP_HELD.lock().unwrap_or_else(|e| e.into_inner());
         for seed in 0..40u64 {
-            super::super::allow_avx512(seed % 2 == 0);
+            // Every instruction set in turn (one above this CPU's runs as its best).
+            crate::simd::cap(crate::simd::Isa::ALL[(seed / 2 % 3) as usize]);
             for count in [0usize, 1, 2, 63, 64, 65, 1023, 1024, 1025, 2049, 20_000] {
                 let mut want = Rng::seed_from_u64(seed);
                 if seed % 3 == 1 {
@@ -296,7 +295,7 @@ mod tests {
                 rare += expected.iter().filter(|v| v.abs() > table().x[1]).count();
             }
         }
-        super::super::allow_avx512(true);
+        crate::simd::cap(crate::simd::Isa::Avx512);
         assert!(rare > 0, "no draw from the tail: the test did not reach it");
     }
 
@@ -320,10 +319,15 @@ mod tests {
         let words: Vec<u64> = (0..CHUNK).map(|_| rng.next_u64()).collect();
         let mut want = (vec![0.0; CHUNK], vec![0u64; CHUNK / 64]);
         first_steps_portable(table(), &words, &mut want.0, &mut want.1);
-        let mut got = (vec![0.0; CHUNK], vec![0u64; CHUNK / 64]);
-        first_steps(table(), &words, &mut got.0, &mut got.1);
-        assert_eq!(got.1, want.1);
-        assert!(got.0.iter().zip(&want.0).all(|(a, b)| a.to_bits() == b.to_bits()));
+        let _caps = crate::simd::CAP_HELD.lock().unwrap_or_else(|e| e.into_inner());
+        for isa in crate::simd::Isa::on_this_cpu() {
+            crate::simd::cap(isa);
+            let mut got = (vec![0.0; CHUNK], vec![0u64; CHUNK / 64]);
+            first_steps(table(), &words, &mut got.0, &mut got.1);
+            assert_eq!(got.1, want.1, "{isa:?}");
+            assert!(got.0.iter().zip(&want.0).all(|(a, b)| a.to_bits() == b.to_bits()), "{isa:?}");
+        }
+        crate::simd::cap(crate::simd::Isa::Avx512);
         assert!(want.1.iter().map(|b| b.count_ones()).sum::<u32>() > 990, "≈ 98.5 % kept");
     }
 }

@@ -36,6 +36,7 @@ use crate::error::{Error, Result};
 use crate::model::dropout::dropout;
 use crate::model::{Conv, GraphTensors, InputLayout, NodeClassifier, NodeInput, Output, Strategy};
 use crate::rng::Rng;
+use crate::simd::Isa;
 
 /// One node's computation graph: `nodes[0]` is the root (client node ids), `senders[i]`
 /// the block positions whose messages node `nodes[i]` receives.
@@ -554,13 +555,13 @@ impl NodeBatch {
             .filter(|_| c <= MAX_GROUPED_COLUMNS)
             .map_or(self.width, |g| g.groups.iter().map(|g| g.width).min().unwrap_or(0));
         // Only where gemm's kernels fuse their multiply-adds (x86-64 with FMA and AVX2 or
-        // AVX-512F): the portable path is as exact, but gemm without FMA is not.
-        let path = ChainPath::best();
+        // AVX-512F, whatever the cap on this crate's kernels): the chains' portable path is
+        // as exact, but gemm without FMA is not.
         if (FMA_CHAIN_MIN_COLUMNS..=MAX_GROUPED_COLUMNS).contains(&c)
             && narrowest * narrowest > GEMM_HORIZONTAL_MAX_ENTRIES
-            && path != ChainPath::Portable
+            && Isa::detected() != Isa::Portable
         {
-            return fma_chain_grams(path, &host(&t), &self.block_rows(), c);
+            return fma_chain_grams(Isa::current(), &host(&t), &self.block_rows(), c);
         }
         let rows = with_zero_row(t);
         let host = |k: Tensor<3>| k.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert");
@@ -753,40 +754,9 @@ const GEMM_HORIZONTAL_MAX_ENTRIES: usize = 256;
 /// Below this many columns gemm takes its `gevv` path (k ≤ 2).
 const FMA_CHAIN_MIN_COLUMNS: usize = 3;
 
-/// The instruction sets [`fma_chain_gram`] is compiled for (the same values on each:
-/// every step is one fused multiply-add).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ChainPath {
-    Avx512,
-    Avx2,
-    Portable,
-}
-
-impl ChainPath {
-    fn best() -> ChainPath {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            if has!("avx512f") && has!("fma") {
-                return ChainPath::Avx512;
-            }
-            if has!("avx2") && has!("fma") {
-                return ChainPath::Avx2;
-            }
-        }
-        ChainPath::Portable
-    }
-}
-
-/// The instruction sets this CPU can run [`fma_chain_gram`] on, best first.
-pub(crate) fn gram_chain_paths() -> Vec<ChainPath> {
-    let best = ChainPath::best();
-    [ChainPath::Avx512, ChainPath::Avx2, ChainPath::Portable].into_iter().skip_while(|&p| p != best).collect()
-}
-
 /// The Gram matrix of each consecutive block of `sizes` rows of `values` (`c` columns,
 /// row-major) by [`fma_chain_gram`] on `path`, unpadded.
-fn fma_chain_grams(path: ChainPath, values: &[f32], sizes: &[usize], c: usize) -> HostGrams {
+fn fma_chain_grams(path: Isa, values: &[f32], sizes: &[usize], c: usize) -> HostGrams {
     let (at, end) = HostGrams::unpadded(sizes.iter().copied());
     let mut out = vec![0f32; end];
     let mut scratch = Vec::new();
@@ -800,7 +770,7 @@ fn fma_chain_grams(path: ChainPath, values: &[f32], sizes: &[usize], c: usize) -
 
 /// [`fma_chain_grams`] for `fgl-sim bench dp-gnn`: their total, so that the work cannot
 /// be dropped.
-pub(crate) fn gram_chains_on(path: ChainPath, values: &[f32], sizes: &[usize], c: usize) -> f32 {
+pub(crate) fn gram_chains_on(path: Isa, values: &[f32], sizes: &[usize], c: usize) -> f32 {
     fma_chain_grams(path, values, sizes, c).values.iter().sum()
 }
 
@@ -810,9 +780,9 @@ pub(crate) fn gram_chains_on(path: ChainPath, values: &[f32], sizes: &[usize], c
 /// [`GEMM_HORIZONTAL_MAX_ENTRIES`] entries and 3 to 512 columns (one block of k, stored
 /// as 1·acc), so that a block's Gram matrix needs neither padding nor a batched product.
 /// Sixteen entries of a row at a time, four rows at once, along a transposed copy; the
-/// lower triangle only, mirrored (a·b = b·a inside a fused multiply-add too). `path`
-/// must be [`ChainPath::best`] or below it.
-fn fma_chain_gram(path: ChainPath, rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
+/// lower triangle only, mirrored (a·b = b·a inside a fused multiply-add too), on `path`
+/// or the most this CPU has below it.
+fn fma_chain_gram(path: Isa, rows: &[f32], k: usize, c: usize, out: &mut [f32], scratch: &mut Vec<f32>) {
     const L: usize = 16;
     let kp = k.div_ceil(L) * L;
     scratch.clear();
@@ -862,12 +832,12 @@ fn fma_chain_gram(path: ChainPath, rows: &[f32], k: usize, c: usize, out: &mut [
         unsafe fn avx2(rows: &[f32], k: usize, c: usize, kp: usize, t: &[f32], out: &mut [f32]) {
             body(rows, k, c, kp, t, out)
         }
-        match path {
-            // SAFETY: `ChainPath::best` found AVX-512F and FMA on this CPU.
-            ChainPath::Avx512 => return unsafe { avx512(rows, k, c, kp, scratch, out) },
-            // SAFETY: `ChainPath::best` found AVX2 and FMA (or more) on this CPU.
-            ChainPath::Avx2 => return unsafe { avx2(rows, k, c, kp, scratch, out) },
-            ChainPath::Portable => {}
+        match path.min(Isa::detected()) {
+            // SAFETY: the CPU has AVX-512F and FMA (part of the set it has).
+            Isa::Avx512 => return unsafe { avx512(rows, k, c, kp, scratch, out) },
+            // SAFETY: the CPU has AVX2 and FMA (as above).
+            Isa::Avx2 => return unsafe { avx2(rows, k, c, kp, scratch, out) },
+            Isa::Portable => {}
         }
     }
     let _ = path;
@@ -1460,8 +1430,8 @@ mod tests {
     /// bit for bit, for widths 17 to 300 and 3 to 512 columns (grouped and not).
     #[test]
     fn fma_chain_grams_equal_gemms_bit_for_bit() {
-        let best = ChainPath::best();
-        if best == ChainPath::Portable {
+        let best = Isa::detected();
+        if best == Isa::Portable {
             return;
         }
         let device = Device::flex();
@@ -1502,8 +1472,7 @@ mod tests {
     /// machine's best path is the one the other tests check against gemm).
     #[test]
     fn fma_chain_paths_agree_bit_for_bit() {
-        let best = ChainPath::best();
-        let paths = gram_chain_paths();
+        let paths = Isa::on_this_cpu();
         let mut scratch = Vec::new();
         for (k, c) in [(1, 3), (5, 7), (17, 64), (40, 512), (33, 100)] {
             let rows: Vec<f32> = (0..k * c).map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 97.0).collect();
@@ -1517,7 +1486,7 @@ mod tests {
                 .collect();
             assert!(outs.windows(2).all(|w| w[0] == w[1]), "{k} rows, {c} columns: paths {paths:?} differ");
         }
-        assert!(paths.len() > 1 || best == ChainPath::Portable);
+        assert!(paths.len() > 1 || Isa::detected() == Isa::Portable);
     }
 
     /// Batched norms and clipped sums equal the naive per-node loop (GCN and SAGE, one and
