@@ -555,11 +555,13 @@ impl NodeBatch {
             .filter(|_| c <= MAX_GROUPED_COLUMNS)
             .map_or(self.width, |g| g.groups.iter().map(|g| g.width).min().unwrap_or(0));
         // Only where gemm's kernels fuse their multiply-adds (x86-64 with FMA and AVX2 or
-        // AVX-512F, whatever the cap on this crate's kernels): the chains' portable path is
-        // as exact, but gemm without FMA is not.
+        // AVX-512F): the chains' portable path is as exact, but gemm without FMA is not.
+        // Capped to the portable set, the padded products run as on a host without FMA
+        // (the chains' portable path calls libm's `fmaf`, ≈ 40× slower: not what such a
+        // host runs); here gemm fuses, so their values are the chains' all the same.
         if (FMA_CHAIN_MIN_COLUMNS..=MAX_GROUPED_COLUMNS).contains(&c)
             && narrowest * narrowest > GEMM_HORIZONTAL_MAX_ENTRIES
-            && Isa::detected() != Isa::Portable
+            && Isa::current() != Isa::Portable
         {
             return fma_chain_grams(Isa::current(), &host(&t), &self.block_rows(), c);
         }
@@ -1410,10 +1412,18 @@ mod tests {
                 let r = batch.rows;
                 for (ca, cg) in [(1, 1), (1, 7), (2, 2), (7, 64), (64, 7), (512, 16), (513, 3)] {
                     let (a, g) = (tensor(r, ca, 1), tensor(r, cg, 2));
-                    let host = padded_square_norms(&batch, &batch.host_block_grams(a.clone()), &batch.host_block_grams(g.clone())).unwrap();
-                    let dev = on_device(&batch, batch.block_gram(a), batch.block_gram(g));
+                    let dev = on_device(&batch, batch.block_gram(a.clone()), batch.block_gram(g.clone()));
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                    assert_eq!(bits(&host), bits(&dev), "sizes {sizes:?}, {ca} and {cg} columns");
+                    // On every instruction set (capped to the portable one, the wide Gram
+                    // matrices are the padded products instead of the chains).
+                    let _caps = crate::simd::CAP_HELD.lock().unwrap_or_else(|e| e.into_inner());
+                    for isa in Isa::on_this_cpu() {
+                        crate::simd::cap(isa);
+                        let host =
+                            padded_square_norms(&batch, &batch.host_block_grams(a.clone()), &batch.host_block_grams(g.clone())).unwrap();
+                        assert_eq!(bits(&host), bits(&dev), "sizes {sizes:?}, {ca} and {cg} columns, {isa:?}");
+                    }
+                    crate::simd::cap(Isa::Avx512);
                 }
                 let g = tensor(r, 16, 3);
                 let host = padded_square_norms(&batch, &batch.features_host_grams(), &batch.host_block_grams(g.clone())).unwrap();
