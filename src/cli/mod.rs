@@ -757,42 +757,43 @@ fn dispatch(command: Command) -> Result<()> {
             Ok(())
         }
         Command::Privacy { action } => privacy::privacy_cmd(action).map_err(flag_named),
-        Command::Bench { isa: Some(isa), what } => {
-            let isa = crate::simd::Isa::ALL.into_iter().find(|i| i.name() == isa).expect("clap checked the name");
-            crate::simd::cap(isa);
-            eprintln!(
-                "fgl-sim's kernels on {} (this CPU: {}; gemm's and burn-flex's on their own choice)",
-                crate::simd::Isa::current().name(),
-                crate::simd::Isa::detected().name()
-            );
-            dispatch(Command::Bench { isa: None, what })
+        Command::Bench { isa, what } => {
+            if let Some(isa) = isa {
+                let isa = crate::simd::Isa::ALL.into_iter().find(|i| i.name() == isa).expect("clap checked the name");
+                crate::simd::cap(isa);
+                eprintln!(
+                    "fgl-sim's kernels on {} (this CPU: {}; gemm's and burn-flex's on their own choice)",
+                    crate::simd::Isa::current().name(),
+                    crate::simd::Isa::detected().name()
+                );
+            }
+            bench(what)
         }
-        Command::Bench { isa: _, what: BenchWhat::Attack { data, reps, threads } } => {
+    }
+}
+
+/// Run a `bench` command.
+fn bench(what: BenchWhat) -> Result<()> {
+    match what {
+        BenchWhat::Attack { data, reps, threads } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::attack(dir.as_deref(), reps))
         }
-        Command::Bench { isa: _, what: BenchWhat::Privacy { data, reps, runs, threads, compare_pyg } } => {
+        BenchWhat::Privacy { data, reps, runs, threads, compare_pyg } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::privacy(dir.as_deref(), reps, runs, compare_pyg.as_deref()))
         }
-        Command::Bench { isa: _, what: BenchWhat::Secagg { params, reps, threads } } => {
-            crate::backend::with_threads(threads, || crate::bench::secagg(params, reps))
-        }
-        Command::Bench { isa: _, what: BenchWhat::DpGnn { data, epochs, reps, threads } } => {
+        BenchWhat::Secagg { params, reps, threads } => crate::backend::with_threads(threads, || crate::bench::secagg(params, reps)),
+        BenchWhat::DpGnn { data, epochs, reps, threads } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::dp_gnn(dir.as_deref(), epochs, reps))
         }
-        Command::Bench { isa: _, what: BenchWhat::Data { data, reps, louvain_nodes } } => {
-            crate::bench::data(data_dir(&data).as_deref(), reps, &louvain_nodes)
-        }
-        Command::Bench { isa: _, what: BenchWhat::Layout { data, backend, reps, threads } } => {
+        BenchWhat::Data { data, reps, louvain_nodes } => crate::bench::data(data_dir(&data).as_deref(), reps, &louvain_nodes),
+        BenchWhat::Layout { data, backend, reps, threads } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || crate::bench::layout(dir.as_deref(), backend, reps))
         }
-        Command::Bench {
-            isa: _,
-            what: BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg, pyg_device, workloads, archs },
-        } => {
+        BenchWhat::Train { data, backend, epochs, rounds, threads, compare_pyg, pyg_device, workloads, archs } => {
             let dir = data_dir(&data);
             crate::backend::with_threads(threads, || {
                 let pyg = compare_pyg.as_deref().map(|python| (python, pyg_device.as_str()));

@@ -922,9 +922,9 @@ enum Pass<'a, T> {
 const HEAD_BLOCK: usize = 16;
 
 impl<T: Real> Scores<'_, T> {
-    /// One target's row, compiled for AVX-512F or AVX2 with FMA where the CPU has them
-    /// (f32's `exp` is glibc's formula, fused multiply-adds: the same values on every
-    /// path, faster with FMA in the target features).
+    /// One target's row, compiled for AVX-512F or AVX2 with FMA as `isa` says (at most
+    /// what the CPU has; f32's `exp` is glibc's formula, fused multiply-adds: the same
+    /// values on every path, faster with FMA in the target features).
     fn dispatch(&self, isa: crate::simd::Isa, pass: Pass<'_, T>, t: usize, edges: &[u32], row: &mut [T]) {
         #[cfg(target_arch = "x86_64")]
         match isa.min(crate::simd::Isa::detected()) {

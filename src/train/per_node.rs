@@ -559,11 +559,12 @@ impl NodeBatch {
         // Capped to the portable set, the padded products run as on a host without FMA
         // (the chains' portable path calls libm's `fmaf`, ≈ 40× slower: not what such a
         // host runs); here gemm fuses, so their values are the chains' all the same.
+        let isa = Isa::current();
         if (FMA_CHAIN_MIN_COLUMNS..=MAX_GROUPED_COLUMNS).contains(&c)
             && narrowest * narrowest > GEMM_HORIZONTAL_MAX_ENTRIES
-            && Isa::current() != Isa::Portable
+            && isa != Isa::Portable
         {
-            return fma_chain_grams(Isa::current(), &host(&t), &self.block_rows(), c);
+            return fma_chain_grams(isa, &host(&t), &self.block_rows(), c);
         }
         let rows = with_zero_row(t);
         let host = |k: Tensor<3>| k.into_data().convert::<f32>().try_into_vec::<f32>().expect("f32 after convert");
