@@ -1,5 +1,7 @@
-//! The first layer's product with a dense feature matrix on the CPU backend (burn-flex),
-//! with a backward pass that computes only what training needs.
+//! Dense products on the CPU backend (burn-flex): the first layer's with a dense feature
+//! matrix, with a backward pass that computes only what training needs, and every hidden
+//! layer's X·W through the same gemm call as burn-flex's but into an output of our own
+//! ([`flex_matmul`]).
 //!
 //! Node features are constants: the gradient of X·W goes to W alone, as Xᵀ·G. For a
 //! narrow layer (16 columns on 20 000 × 500 features) gemm runs that product, whose
@@ -32,7 +34,7 @@ pub const NARROW: usize = 32;
 pub trait DenseOps: Backend {
     /// `x·w` (`[N, d]`·`[d, c]`). When `x` needs no gradient, the backward pass gives `w`
     /// the gradient `xᵀ·g` from [`transposed_matmul`](DenseOps::transposed_matmul);
-    /// otherwise this is the ordinary product.
+    /// otherwise both sides get Burn's matmul gradients, bit for bit.
     fn input_matmul(x: FloatTensor<Self>, w: FloatTensor<Self>) -> FloatTensor<Self>;
 
     /// `xᵀ·g`: `[N, d]`, `[N, c]` → `[d, c]`.
@@ -286,9 +288,9 @@ impl<B: Backend + DenseOps, C: CheckpointStrategy> DenseOps for Autodiff<B, C> {
         }
 
         if x.is_tracked() {
-            // An input that needs a gradient itself (a gradient check, a hidden layer's
-            // output): the ordinary product.
-            return <Self as burn::backend::ops::FloatTensorOps<Self>>::float_matmul(x, w);
+            // An input that needs a gradient itself (a hidden layer's output, a gradient
+            // check): both sides differentiable.
+            return matmul_both::<B, C>(x, w);
         }
         let x = x.into_primitive();
         let (w, node) = w.into_parts();
@@ -301,6 +303,47 @@ impl<B: Backend + DenseOps, C: CheckpointStrategy> DenseOps for Autodiff<B, C> {
     fn transposed_matmul(x: FloatTensor<Self>, g: FloatTensor<Self>) -> FloatTensor<Self> {
         let _ = (x, g);
         panic!("transposed_matmul is not differentiable: it is called only inside backward passes")
+    }
+}
+
+/// `x·w` with both sides differentiable: burn-autodiff's `Matmul` (gradients g·wᵀ and
+/// xᵀ·g, each side's partner kept only when the other needs a gradient), its products
+/// taken by `B::input_matmul` — on burn-flex [`flex_matmul`], burn-flex's own gemm call
+/// into an output of ours, so the same bits without `FlexTensor::empty`'s zero-fill and
+/// copy (≈ 4.6 % of a plain EC-LDA run, whose hidden layers all come here).
+fn matmul_both<B: Backend + DenseOps, C: CheckpointStrategy>(
+    x: FloatTensor<Autodiff<B, C>>,
+    w: FloatTensor<Autodiff<B, C>>,
+) -> FloatTensor<Autodiff<B, C>> {
+    #[derive(Debug)]
+    struct Matmul;
+
+    impl<B: Backend + DenseOps> Backward<B, 2> for Matmul {
+        /// (x when w needs a gradient, w when x does).
+        type State = (Option<FloatTensor<B>>, Option<FloatTensor<B>>);
+
+        fn backward(self, ops: Ops<Self::State, 2>, grads: &mut Gradients, _: &mut Checkpointer) {
+            let grad = grads.consume::<B>(&ops.node);
+            let (x, w) = ops.state;
+            let [x_node, w_node] = ops.parents;
+            if let (Some(node), Some(w)) = (x_node, w) {
+                grads.register::<B>(node.id, B::input_matmul(grad.clone(), B::float_transpose(w)));
+            }
+            if let (Some(node), Some(x)) = (w_node, x) {
+                grads.register::<B>(node.id, B::input_matmul(B::float_transpose(x), grad));
+            }
+        }
+    }
+
+    let (x_tracked, w_tracked) = (x.is_tracked(), w.is_tracked());
+    let (x, x_node) = x.into_parts();
+    let (w, w_node) = w.into_parts();
+    match Matmul.prepare::<C>([x_node, w_node]).compute_bound().stateful() {
+        OpsKind::Tracked(prep) => {
+            let state = (w_tracked.then(|| x.clone()), x_tracked.then(|| w.clone()));
+            prep.finish(state, B::input_matmul(x, w))
+        }
+        OpsKind::UnTracked(prep) => prep.finish(B::input_matmul(x, w)),
     }
 }
 
@@ -329,7 +372,7 @@ mod tests {
 
     /// The weight gradient through [`input_matmul`] against Burn's own matmul backward, for
     /// a narrow product (the kernel, several row blocks) and a wide one (gemm); an input
-    /// that needs a gradient gets one (the ordinary product).
+    /// that needs a gradient gets one (both sides differentiable).
     #[test]
     fn input_matmul_gradients_match_the_ordinary_product() {
         let (n, d) = (2 * BLOCK_ROWS + 77, 40);
@@ -352,6 +395,34 @@ mod tests {
         let w = tensor(random_values(5, 3 * 2), [3, 2], &f64_ad());
         let grads = input_matmul(leaf.clone(), w).sum().backward();
         assert!(leaf.grad(&grads).is_some(), "an input that needs a gradient gets one");
+    }
+
+    /// With an input that needs a gradient (a hidden layer's), [`input_matmul`] is Burn's
+    /// matmul bit for bit — the product and both gradients, f32 and f64, below and above
+    /// gemm's parallel threshold, and with only the input differentiable.
+    #[test]
+    fn tracked_input_matmul_is_burns_matmul_bit_for_bit() {
+        use crate::model::tests::support::{bits, cpu};
+        for dtype in [DType::F32, DType::F64] {
+            let ad = burn::tensor::TensorCreationOptions::new(cpu().autodiff()).with_dtype(dtype);
+            for (m, k, n) in [(9, 13, 5), (271, 300, 64)] {
+                for w_grad in [true, false] {
+                    let run = |ours: bool| {
+                        let x0 = tensor(random_values(1, m * k), [m, k], &ad).require_grad();
+                        // A hidden layer's input: the output of an earlier operation.
+                        let x = x0.clone().mul_scalar(0.5);
+                        let w = tensor(random_values(2, k * n), [k, n], &ad);
+                        let w = if w_grad { w.require_grad() } else { w };
+                        let dy = tensor(random_values(3, m * n), [m, n], &ad);
+                        let y = if ours { input_matmul(x, w.clone()) } else { x.matmul(w.clone()) };
+                        let grads = (y.clone() * dy).sum().backward();
+                        let gw = w.grad(&grads).map(bits);
+                        (bits(y.inner()), bits(x0.grad(&grads).expect("x's gradient")), gw)
+                    };
+                    assert!(run(true) == run(false), "{dtype:?}, {m} × {k} × {n}, w differentiable {w_grad}");
+                }
+            }
+        }
     }
 
     #[test]
