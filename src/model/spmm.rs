@@ -558,8 +558,8 @@ impl<T: Real> SpmmJob<'_, T> {
         // One weight per edge or none: each row in blocks of columns whose sums stay in
         // registers over all the row's edges (a 512-wide row summed edge by edge through
         // L1 took 1.6–1.9× as long), the widest blocks the registers hold first.
+        let widest = register_bytes / size_of::<T>();
         if heads == 1 {
-            let widest = register_bytes / size_of::<T>();
             let (mut blocks, mut tail) = (Vec::new(), 0);
             for n in [256, 128, 64, 32, BLOCK].into_iter().filter(|&n| n <= widest) {
                 while tail + n <= self.cols {
@@ -590,14 +590,18 @@ impl<T: Real> SpmmJob<'_, T> {
         // Per-head weights (GAT) with heads of 4, 8, 16 or 32 columns: as many heads as
         // the registers hold summed in one walk of the row's edges (eight 16-column heads
         // on AVX-512), each edge's index read once for them all rather than once a head.
-        let widest = register_bytes / size_of::<T>();
         if head_cols * heads == self.cols && matches!(head_cols, 4 | 8 | 16 | 32) {
+            // The walks (first head, heads) every row takes, the most heads first.
             let per_walk = (widest / head_cols).clamp(1, heads);
+            let (mut walks, mut h) = (Vec::new(), 0);
+            while h < heads {
+                let g = [8, 4, 2, 1].into_iter().find(|&g| g <= per_walk && h + g <= heads).expect("one head fits");
+                walks.push((h, g));
+                h += g;
+            }
             for (i, acc) in out.chunks_exact_mut(self.cols).enumerate() {
                 let edges = self.groups.span(first + i);
-                let mut h = 0;
-                while h < heads {
-                    let g = [8, 4, 2, 1].into_iter().find(|&g| g <= per_walk && h + g <= heads).expect("one head fits");
+                for &(h, g) in &walks {
                     let out = &mut acc[h * head_cols..(h + g) * head_cols];
                     macro_rules! walk {
                         ($(($hc:literal, $g:literal))*) => {
@@ -608,7 +612,6 @@ impl<T: Real> SpmmJob<'_, T> {
                         };
                     }
                     walk!((4, 1)(4, 2)(4, 4)(4, 8)(8, 1)(8, 2)(8, 4)(8, 8)(16, 1)(16, 2)(16, 4)(16, 8)(32, 1)(32, 2)(32, 4)(32, 8));
-                    h += g;
                 }
             }
             return;
