@@ -91,6 +91,28 @@ static CAP: AtomicU8 = AtomicU8::new(Isa::Avx512 as u8);
 #[cfg(test)]
 pub(crate) static CAP_HELD: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// `f` on every set this CPU can run, most first, each as the cap, holding [`CAP_HELD`];
+/// the cap is put back as it was, a failing assertion in `f` included. For the kernels'
+/// tests.
+#[cfg(test)]
+pub(crate) fn on_each_isa<R>(mut f: impl FnMut(Isa) -> R) -> Vec<(Isa, R)> {
+    struct Restore(Isa);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            cap(self.0);
+        }
+    }
+    let _held = CAP_HELD.lock().unwrap_or_else(|e| e.into_inner());
+    let _restore = Restore(Isa::from_u8(CAP.load(Ordering::Relaxed)));
+    Isa::on_this_cpu()
+        .into_iter()
+        .map(|isa| {
+            cap(isa);
+            (isa, f(isa))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

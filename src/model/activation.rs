@@ -316,17 +316,11 @@ mod tests {
         let v = inputs();
         let g = random_values(10, v.len());
         let (v32, g32): (Vec<f32>, Vec<f32>) = (v.iter().map(|&x| x as f32).collect(), g.iter().map(|&x| x as f32).collect());
-        let _caps = crate::simd::CAP_HELD.lock().unwrap_or_else(|e| e.into_inner());
-        let runs: Vec<(crate::simd::Isa, Vec<u64>)> = crate::simd::Isa::on_this_cpu()
-            .into_iter()
-            .map(|isa| {
-                crate::simd::cap(isa);
-                let mut b: Vec<u64> = forward(&v).into_iter().chain(backward(&v, &g)).map(f64::to_bits).collect();
-                b.extend(forward(&v32).into_iter().chain(backward(&v32, &g32)).map(|x| u64::from(x.to_bits())));
-                (isa, b)
-            })
-            .collect();
-        crate::simd::cap(crate::simd::Isa::Avx512);
+        let runs = crate::simd::on_each_isa(|_| {
+            let mut b: Vec<u64> = forward(&v).into_iter().chain(backward(&v, &g)).map(f64::to_bits).collect();
+            b.extend(forward(&v32).into_iter().chain(backward(&v32, &g32)).map(|x| u64::from(x.to_bits())));
+            b
+        });
         for (isa, b) in &runs[1..] {
             assert!(b == &runs[0].1, "{isa:?} differs from {:?}", runs[0].0);
         }

@@ -319,15 +319,12 @@ mod tests {
         let words: Vec<u64> = (0..CHUNK).map(|_| rng.next_u64()).collect();
         let mut want = (vec![0.0; CHUNK], vec![0u64; CHUNK / 64]);
         first_steps_portable(table(), &words, &mut want.0, &mut want.1);
-        let _caps = crate::simd::CAP_HELD.lock().unwrap_or_else(|e| e.into_inner());
-        for isa in crate::simd::Isa::on_this_cpu() {
-            crate::simd::cap(isa);
+        crate::simd::on_each_isa(|isa| {
             let mut got = (vec![0.0; CHUNK], vec![0u64; CHUNK / 64]);
             first_steps(table(), &words, &mut got.0, &mut got.1);
             assert_eq!(got.1, want.1, "{isa:?}");
             assert!(got.0.iter().zip(&want.0).all(|(a, b)| a.to_bits() == b.to_bits()), "{isa:?}");
-        }
-        crate::simd::cap(crate::simd::Isa::Avx512);
+        });
         assert!(want.1.iter().map(|b| b.count_ones()).sum::<u32>() > 990, "≈ 98.5 % kept");
     }
 }

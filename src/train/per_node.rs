@@ -1417,14 +1417,11 @@ mod tests {
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     // On every instruction set (capped to the portable one, the wide Gram
                     // matrices are the padded products instead of the chains).
-                    let _caps = crate::simd::CAP_HELD.lock().unwrap_or_else(|e| e.into_inner());
-                    for isa in Isa::on_this_cpu() {
-                        crate::simd::cap(isa);
+                    crate::simd::on_each_isa(|isa| {
                         let host =
                             padded_square_norms(&batch, &batch.host_block_grams(a.clone()), &batch.host_block_grams(g.clone())).unwrap();
                         assert_eq!(bits(&host), bits(&dev), "sizes {sizes:?}, {ca} and {cg} columns, {isa:?}");
-                    }
-                    crate::simd::cap(Isa::Avx512);
+                    });
                 }
                 let g = tensor(r, 16, 3);
                 let host = padded_square_norms(&batch, &batch.features_host_grams(), &batch.host_block_grams(g.clone())).unwrap();
