@@ -227,8 +227,8 @@ enum Command {
         /// Run fgl-sim's own kernels on at most this instruction set (avx512, avx2,
         /// portable): on an AVX-512 host, the AVX2 path other hosts take. The same values;
         /// gemm's and burn-flex's kernels pick their own.
-        #[arg(long, global = true, value_name = "SET", value_parser = ["avx512", "avx2", "portable"])]
-        isa: Option<String>,
+        #[arg(long, global = true, value_name = "SET", value_parser = isa_names())]
+        isa: Option<crate::simd::Isa>,
         #[command(subcommand)]
         what: BenchWhat,
     },
@@ -598,6 +598,15 @@ pub fn stop_on_signals() -> Arc<AtomicBool> {
     .clone()
 }
 
+/// `--isa`'s values: the sets' own names ([`Isa::name`](crate::simd::Isa::name)), listed in
+/// the help.
+fn isa_names() -> impl clap::builder::TypedValueParser<Value = crate::simd::Isa> {
+    use crate::simd::Isa;
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(Isa::ALL.map(Isa::name))
+        .map(|name| Isa::ALL.into_iter().find(|isa| isa.name() == name).expect("a listed name"))
+}
+
 fn parse_memory(text: &str) -> std::result::Result<f64, String> {
     crate::estimate::parse_size(text)
         .ok_or_else(|| format!("`{text}` is not a memory size > 0: bytes, or a number with K, M, G or T (e.g. 8G, 512M)"))
@@ -759,7 +768,6 @@ fn dispatch(command: Command) -> Result<()> {
         Command::Privacy { action } => privacy::privacy_cmd(action).map_err(flag_named),
         Command::Bench { isa, what } => {
             if let Some(isa) = isa {
-                let isa = crate::simd::Isa::ALL.into_iter().find(|i| i.name() == isa).expect("clap checked the name");
                 crate::simd::cap(isa);
                 eprintln!(
                     "fgl-sim's kernels on {} (this CPU: {}; gemm's and burn-flex's on their own choice)",
