@@ -16,7 +16,8 @@ use crate::scenario::Scenario;
 /// over 2E (plain: 10× the epochs): what a run spends once (building the federation,
 /// DP-GNN's degree bounding and threshold estimate, the evaluation) is not an epoch's.
 /// Then the per-node gradients of one batch of 64 (EC-LDA's model): the batched
-/// computation graphs against the naive loop, one node at a time.
+/// computation graphs against the naive loop, one node at a time; last, each setting's
+/// floors: the noise alone and the batches' rows against the plain epoch.
 pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
     use crate::train::per_node::{ComputationGraph, NodeBatch, per_node};
     let base = |arch: &str, model: &str, epochs: usize, fed: &str, defense: &str| {
@@ -37,10 +38,13 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
         ("sage", "2 × 64", "hidden: 64"),
         ("gcn", "1433 → 512 → 64 + head", "hidden: [512, 64], head: true"),
     ];
+    // (setting, model, plain ms, steps an epoch, parameters) for the floors printed last.
+    let mut floors = Vec::new();
     for (setting, fed) in [("centralized", ", centralized: true"), ("10 Louvain clients", "")] {
         for (arch, width, model) in models {
             let mut line = format!("{setting:<18} {arch:<4} {width:<22}");
             let mut times = Vec::new();
+            let mut shape = (0, 0);
             // Plain epochs are ≈ 10–20× shorter: ten times as many, for the same resolution.
             for (name, defense, e) in
                 [("plain", "none", 10 * epochs), ("dp-gnn", "{kind: dp-gnn, sigma: 1.0, max_degree: 5, batch_size: 64}", epochs)]
@@ -49,6 +53,9 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
                 for e in [e, 3 * e] {
                     let scenario = Scenario::parse(&base(arch, model, e, fed, defense), "bench", &[])?;
                     let prepared = run::prepare(&scenario, dir)?;
+                    if name == "dp-gnn" {
+                        shape = epoch_shape(&scenario, &prepared, 64)?;
+                    }
                     run_ms.push(median_ms(reps, || {
                         let mut fed = run::federation(&scenario, &prepared, Default::default())?;
                         fed.run(&mut crate::fed::FedAvg)
@@ -59,6 +66,7 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
                 line.push_str(&format!(" | {name} {per_epoch:.2}"));
             }
             println!("{line} | ratio {:.1}×", times[1] / times[0]);
+            floors.push((setting, format!("{arch:<4} {width:<22}"), times[0], shape.0, shape.1));
         }
     }
 
@@ -146,8 +154,41 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
         ns(avx2),
         one_by_one / avx2
     );
+    // What no DP-GNN epoch can go below while the noise keeps its values and each root
+    // keeps its own computation graph: every step's draws, and the batches' rows.
+    let per_root = rows as f64 / graphs.len().max(1) as f64;
+    println!(
+        "floors of a DP-GNN epoch: the noise alone (steps × parameters × {:.2} ns, the bulk draw above) and the rows of its batches \
+         (steps × 64 roots × {per_root:.1} rows a root, the batch above; clients' graphs lose their cross-client edges, so fewer there) \
+         against the plain epoch's {} rows",
+        ns(bulk),
+        dataset.graph.num_nodes()
+    );
+    for (setting, model, plain, steps, parameters) in floors {
+        let noise = steps as f64 * parameters as f64 * ns(bulk) * 1e-6;
+        let batch_rows = steps as f64 * 64.0 * per_root;
+        println!(
+            "{setting:<18} {model} | {steps} steps × {parameters} parameters | noise {noise:.2} ms = {:.2}× plain | rows {:.2}× plain",
+            noise / plain,
+            batch_rows / dataset.graph.num_nodes() as f64
+        );
+    }
     if let Some(mib) = peak_rss_mib() {
         println!("peak resident memory: {mib:.1} MiB");
     }
     Ok(())
+}
+
+/// (steps an epoch, parameters) of a DP-GNN run of `scenario`: ⌈N/B⌉ steps of `batch`
+/// roots for each client's N training nodes, and the model's parameter count.
+fn epoch_shape(scenario: &Scenario, prepared: &run::Prepared, batch: usize) -> Result<(usize, usize)> {
+    let steps = prepared
+        .clients
+        .iter()
+        .map(|c| c.nodes.iter().filter(|&&v| prepared.split.roles[v] == crate::data::Role::Train).count().div_ceil(batch))
+        .sum();
+    let federation = run::federation(scenario, prepared, Default::default())?;
+    let server = federation.server_context();
+    let model = scenario.model.init(server.in_dim, server.classes, 0, &server.device().clone().autodiff())?;
+    Ok((steps, crate::fed::ModelParams::of(&model).num_values()))
 }
