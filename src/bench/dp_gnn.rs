@@ -8,6 +8,9 @@ use crate::error::Result;
 use crate::run;
 use crate::scenario::Scenario;
 
+/// DP-GNN's batch size in every figure here (B), and the roots of the one batch timed alone.
+const BATCH: usize = 64;
+
 /// `fgl-sim bench dp-gnn`: DP-GNN against plain training on Cora (50/25/25 split, Adam,
 /// no dropout), centralized and over 10 Louvain clients, in ms per local epoch
 /// (DP-GNN: ⌈N/B⌉ steps of B = 64 nodes with σ = 1, D = 5; plain: one full-batch step)
@@ -38,6 +41,7 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
         ("sage", "2 × 64", "hidden: 64"),
         ("gcn", "1433 → 512 → 64 + head", "hidden: [512, 64], head: true"),
     ];
+    let dp_gnn = format!("{{kind: dp-gnn, sigma: 1.0, max_degree: 5, batch_size: {BATCH}}}");
     // (setting, model, plain ms, steps an epoch, parameters) for the floors printed last.
     let mut floors = Vec::new();
     for (setting, fed) in [("centralized", ", centralized: true"), ("10 Louvain clients", "")] {
@@ -46,15 +50,14 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
             let mut times = Vec::new();
             let mut shape = (0, 0);
             // Plain epochs are ≈ 10–20× shorter: ten times as many, for the same resolution.
-            for (name, defense, e) in
-                [("plain", "none", 10 * epochs), ("dp-gnn", "{kind: dp-gnn, sigma: 1.0, max_degree: 5, batch_size: 64}", epochs)]
-            {
+            for (name, defense, e) in [("plain", "none", 10 * epochs), ("dp-gnn", dp_gnn.as_str(), epochs)] {
                 let mut run_ms = Vec::new();
                 for e in [e, 3 * e] {
                     let scenario = Scenario::parse(&base(arch, model, e, fed, defense), "bench", &[])?;
                     let prepared = run::prepare(&scenario, dir)?;
-                    if name == "dp-gnn" {
-                        shape = epoch_shape(&scenario, &prepared, 64)?;
+                    // The E- and 3E-epoch runs share it: found once.
+                    if name == "dp-gnn" && run_ms.is_empty() {
+                        shape = epoch_shape(&scenario, &prepared)?;
                     }
                     run_ms.push(median_ms(reps, || {
                         let mut fed = run::federation(&scenario, &prepared, Default::default())?;
@@ -82,7 +85,7 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
     let graph = &dataset.graph;
     let is_train: Vec<bool> = prepared.split.roles.iter().map(|r| *r == crate::data::Role::Train).collect();
     let (senders, _) = crate::defenses::dp_gnn::bound_degrees(graph, &is_train, 5, 2, 0);
-    let roots: Vec<usize> = (0..graph.num_nodes()).filter(|&v| is_train[v]).take(64).collect();
+    let roots: Vec<usize> = (0..graph.num_nodes()).filter(|&v| is_train[v]).take(BATCH).collect();
     let labels: Vec<u32> = roots.iter().map(|&v| dataset.labels[v].expect("labelled")).collect();
     let graphs: Vec<ComputationGraph> = roots.iter().map(|&v| ComputationGraph::of(v, 2, &senders)).collect();
     let rows: usize = graphs.iter().map(|g| g.nodes.len()).sum();
@@ -157,20 +160,20 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
     // What no DP-GNN epoch can go below while the noise keeps its values and each root
     // keeps its own computation graph: every step's draws, and the batches' rows.
     let per_root = rows as f64 / graphs.len().max(1) as f64;
+    let plain_rows = dataset.graph.num_nodes() as f64;
     println!(
         "floors of a DP-GNN epoch: the noise alone (steps × parameters × {:.2} ns, the bulk draw above) and the rows of its batches \
-         (steps × 64 roots × {per_root:.1} rows a root, the batch above; clients' graphs lose their cross-client edges, so fewer there) \
-         against the plain epoch's {} rows",
+         (steps × {BATCH} roots × {per_root:.1} rows a root, the batch above; clients' graphs lose their cross-client edges, so fewer there) \
+         against the plain epoch's {plain_rows} rows",
         ns(bulk),
-        dataset.graph.num_nodes()
     );
     for (setting, model, plain, steps, parameters) in floors {
         let noise = steps as f64 * parameters as f64 * ns(bulk) * 1e-6;
-        let batch_rows = steps as f64 * 64.0 * per_root;
+        let batch_rows = steps as f64 * BATCH as f64 * per_root;
         println!(
             "{setting:<18} {model} | {steps} steps × {parameters} parameters | noise {noise:.2} ms = {:.2}× plain | rows {:.2}× plain",
             noise / plain,
-            batch_rows / dataset.graph.num_nodes() as f64
+            batch_rows / plain_rows
         );
     }
     if let Some(mib) = peak_rss_mib() {
@@ -179,13 +182,13 @@ pub fn dp_gnn(dir: Option<&Path>, epochs: usize, reps: usize) -> Result<()> {
     Ok(())
 }
 
-/// (steps an epoch, parameters) of a DP-GNN run of `scenario`: ⌈N/B⌉ steps of `batch`
-/// roots for each client's N training nodes, and the model's parameter count.
-fn epoch_shape(scenario: &Scenario, prepared: &run::Prepared, batch: usize) -> Result<(usize, usize)> {
+/// (steps an epoch, parameters) of a DP-GNN run of `scenario`: ⌈N/B⌉ steps of
+/// [`BATCH`] roots for each client's N training nodes, and the model's parameter count.
+fn epoch_shape(scenario: &Scenario, prepared: &run::Prepared) -> Result<(usize, usize)> {
     let steps = prepared
         .clients
         .iter()
-        .map(|c| c.nodes.iter().filter(|&&v| prepared.split.roles[v] == crate::data::Role::Train).count().div_ceil(batch))
+        .map(|c| c.nodes.iter().filter(|&&v| prepared.split.roles[v] == crate::data::Role::Train).count().div_ceil(BATCH))
         .sum();
     let federation = run::federation(scenario, prepared, Default::default())?;
     let server = federation.server_context();
